@@ -1,0 +1,339 @@
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use nagare_log::PartitionLog;
+use parking_lot::{Mutex, RwLock};
+use uuid::Uuid;
+
+use crate::topic_store::{StoredState, StoredTopic, TopicStore};
+use crate::{validate_topic_name, BrokerConfig, CoreError, Partition, Topic, TopicConfig};
+
+/// Owns the data directory: the topic registry and every partition log, plus the
+/// internal logs other parts of the core keep their state in.
+pub struct Broker {
+    config: BrokerConfig,
+    cluster_id: String,
+    topics: RwLock<BTreeMap<String, Arc<Topic>>>,
+    internal: Mutex<BTreeMap<String, Arc<Partition>>>,
+    /// Serializes topic creation/deletion and the registry file.
+    admin: Mutex<(TopicStore, StoredState)>,
+    closed: AtomicBool,
+}
+
+impl Broker {
+    /// Opens the data directory, recovering every partition of every known topic.
+    pub fn open(config: BrokerConfig) -> Result<Arc<Broker>, CoreError> {
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| CoreError::io(&config.data_dir, e))?;
+        let store = TopicStore::new(&config.data_dir)?;
+        let mut state = store.load()?;
+        if state.cluster_id.is_empty() {
+            state.cluster_id = kafka_style_cluster_id(Uuid::new_v4());
+            store.save(&state)?;
+        }
+        let mut topics = BTreeMap::new();
+        for (name, stored) in &state.topics {
+            let topic = open_topic(&config.data_dir, name, stored)?;
+            topics.insert(name.clone(), Arc::new(topic));
+        }
+        tracing::info!(
+            data_dir = %config.data_dir.display(),
+            topics = topics.len(),
+            "broker opened"
+        );
+        Ok(Arc::new(Broker {
+            cluster_id: state.cluster_id.clone(),
+            config,
+            topics: RwLock::new(topics),
+            internal: Mutex::new(BTreeMap::new()),
+            admin: Mutex::new((store, state)),
+            closed: AtomicBool::new(false),
+        }))
+    }
+
+    pub fn config(&self) -> &BrokerConfig {
+        &self.config
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.config.data_dir
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.config.node_id
+    }
+
+    /// A random id made once per data directory, in Kafka's base64 form.
+    pub fn cluster_id(&self) -> &str {
+        &self.cluster_id
+    }
+
+    pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
+        self.topics.read().get(name).cloned()
+    }
+
+    /// The topic, created with the defaults when it does not exist and auto-creation is on.
+    pub fn topic_or_create(&self, name: &str) -> Result<Arc<Topic>, CoreError> {
+        if let Some(t) = self.topic(name) {
+            return Ok(t);
+        }
+        if !self.config.auto_create_topics {
+            return Err(CoreError::UnknownTopic(name.to_string()));
+        }
+        match self.create_topic(name, None, self.config.topic_defaults.clone()) {
+            Ok(t) => Ok(t),
+            // Lost a race with another creator: theirs is as good as ours.
+            Err(CoreError::TopicExists(_)) => self
+                .topic(name)
+                .ok_or_else(|| CoreError::UnknownTopic(name.to_string())),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn list_topics(&self) -> Vec<Arc<Topic>> {
+        self.topics.read().values().cloned().collect()
+    }
+
+    pub fn partition(&self, topic: &str, index: i32) -> Result<Arc<Partition>, CoreError> {
+        self.topic(topic)
+            .ok_or_else(|| CoreError::UnknownTopic(topic.to_string()))?
+            .partition(index)
+    }
+
+    /// Checks a creation without doing it (Kafka `validate_only`).
+    pub fn validate_new_topic(&self, name: &str, partitions: Option<u32>) -> Result<(), CoreError> {
+        validate_topic_name(name)?;
+        if name.starts_with("__nagare") {
+            return Err(CoreError::InvalidTopicName {
+                name: name.to_string(),
+                reason: "the __nagare prefix is reserved for internal logs",
+            });
+        }
+        if let Some(p) = partitions {
+            if p == 0 || p > 100_000 {
+                return Err(CoreError::InvalidPartitions(p as i64));
+            }
+        }
+        if self.topics.read().contains_key(name) {
+            return Err(CoreError::TopicExists(name.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Creates a topic with `partitions` (default: `default_partitions`) and settings.
+    pub fn create_topic(
+        &self,
+        name: &str,
+        partitions: Option<u32>,
+        config: TopicConfig,
+    ) -> Result<Arc<Topic>, CoreError> {
+        self.check_open()?;
+        let mut admin = self.admin.lock();
+        self.validate_new_topic(name, partitions)?;
+        let stored = StoredTopic {
+            id: Uuid::new_v4(),
+            partitions: partitions.unwrap_or(self.config.default_partitions.max(1)),
+            config,
+        };
+        let topic = Arc::new(open_topic(&self.config.data_dir, name, &stored)?);
+        let (store, state) = &mut *admin;
+        state.topics.insert(name.to_string(), stored);
+        store.save(state)?;
+        self.topics.write().insert(name.to_string(), topic.clone());
+        tracing::info!(topic = name, partitions = topic.partition_count(), id = %topic.id(), "topic created");
+        Ok(topic)
+    }
+
+    /// Deletes a topic and its data. Readers holding a partition keep their open files
+    /// until they let go.
+    pub fn delete_topic(&self, name: &str) -> Result<(), CoreError> {
+        self.check_open()?;
+        let mut admin = self.admin.lock();
+        let topic = self
+            .topics
+            .write()
+            .remove(name)
+            .ok_or_else(|| CoreError::UnknownTopic(name.to_string()))?;
+        let (store, state) = &mut *admin;
+        state.topics.remove(name);
+        store.save(state)?;
+        for p in topic.partitions() {
+            let _ = p.log().close();
+            let dir = partition_dir(&self.config.data_dir, name, p.index());
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                tracing::warn!(dir = %dir.display(), error = %e, "could not remove partition directory");
+            }
+        }
+        tracing::info!(topic = name, "topic deleted");
+        Ok(())
+    }
+
+    /// Grows a topic to `total` partitions (Kafka CreatePartitions).
+    pub fn create_partitions(&self, name: &str, total: u32, validate_only: bool) -> Result<(), CoreError> {
+        self.check_open()?;
+        let mut admin = self.admin.lock();
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| CoreError::UnknownTopic(name.to_string()))?;
+        let current = topic.partition_count() as u32;
+        if total <= current || total > 100_000 {
+            return Err(CoreError::InvalidPartitions(total as i64));
+        }
+        if validate_only {
+            return Ok(());
+        }
+        let config = topic.config();
+        let mut added = Vec::new();
+        for index in current..total {
+            added.push(Arc::new(open_partition(
+                &self.config.data_dir,
+                topic.name_arc(),
+                index as i32,
+                &config,
+            )?));
+        }
+        topic.partitions.write().extend(added);
+        let (store, state) = &mut *admin;
+        if let Some(t) = state.topics.get_mut(name) {
+            t.partitions = total;
+        }
+        store.save(state)?;
+        Ok(())
+    }
+
+    /// Replaces a topic's settings (Kafka AlterConfigs); applies to open partitions at once
+    /// for the flush policy and size limit, to new segments for the rest.
+    pub fn update_topic_config(&self, name: &str, config: TopicConfig) -> Result<(), CoreError> {
+        self.check_open()?;
+        let mut admin = self.admin.lock();
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| CoreError::UnknownTopic(name.to_string()))?;
+        for p in topic.partitions() {
+            p.set_limits(config.flush, config.max_message_bytes);
+        }
+        *topic.config.write() = config.clone();
+        let (store, state) = &mut *admin;
+        if let Some(t) = state.topics.get_mut(name) {
+            t.config = config;
+        }
+        store.save(state)
+    }
+
+    /// An internal single-partition log at `DATA/__nagare_<name>-0` (committed offsets,
+    /// queue state, producer ids). Not listed as a topic; opened once and shared.
+    pub fn internal_log(&self, name: &str) -> Result<Arc<Partition>, CoreError> {
+        let mut internal = self.internal.lock();
+        if let Some(p) = internal.get(name) {
+            return Ok(p.clone());
+        }
+        let topic = format!("__nagare_{name}");
+        validate_topic_name(&topic)?;
+        let config = TopicConfig {
+            retention_ms: -1,
+            max_message_bytes: 64 * 1024 * 1024,
+            segment_bytes: 64 * 1024 * 1024,
+            ..TopicConfig::default()
+        };
+        let p = Arc::new(open_partition(&self.config.data_dir, topic.into(), 0, &config)?);
+        internal.insert(name.to_string(), p.clone());
+        Ok(p)
+    }
+
+    /// Stops appends, fsyncs every log and writes the clean-shutdown markers.
+    pub fn shutdown(&self) -> Result<(), CoreError> {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let mut first_err = None;
+        for p in self.all_partitions() {
+            if let Err(e) = p.log().close() {
+                tracing::error!(topic = p.topic(), partition = p.index(), error = %e, "close failed");
+                first_err.get_or_insert(CoreError::from(e));
+            }
+        }
+        tracing::info!("broker closed cleanly");
+        first_err.map_or(Ok(()), Err)
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    fn check_open(&self) -> Result<(), CoreError> {
+        if self.is_closed() {
+            Err(CoreError::ShuttingDown)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Every partition, internal logs included (for maintenance).
+    pub(crate) fn all_partitions(&self) -> Vec<Arc<Partition>> {
+        let mut v: Vec<_> = self
+            .list_topics()
+            .into_iter()
+            .flat_map(|t| t.partitions())
+            .collect();
+        v.extend(self.internal.lock().values().cloned());
+        v
+    }
+}
+
+/// `DATA/<topic>-<partition>`, Kafka's layout.
+pub fn partition_dir(data_dir: &Path, topic: &str, index: i32) -> PathBuf {
+    data_dir.join(format!("{topic}-{index}"))
+}
+
+fn open_topic(data_dir: &Path, name: &str, stored: &StoredTopic) -> Result<Topic, CoreError> {
+    let name_arc: Arc<str> = name.into();
+    let partitions = (0..stored.partitions as i32)
+        .map(|i| open_partition(data_dir, name_arc.clone(), i, &stored.config).map(Arc::new))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Topic::new(name, stored.id, stored.config.clone(), partitions))
+}
+
+fn open_partition(
+    data_dir: &Path,
+    topic: Arc<str>,
+    index: i32,
+    config: &TopicConfig,
+) -> Result<Partition, CoreError> {
+    let dir = partition_dir(data_dir, &topic, index);
+    let log = PartitionLog::open(&dir, config.log_config())?;
+    Ok(Partition::new(topic, index, log, config.flush, config.max_message_bytes))
+}
+
+/// Kafka prints cluster ids as 22 characters of URL-safe base64 of a UUID.
+fn kafka_style_cluster_id(id: Uuid) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let bytes = id.as_bytes();
+    let mut out = String::with_capacity(22);
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for &b in bytes {
+        acc = (acc << 8) | b as u32;
+        bits += 8;
+        while bits >= 6 {
+            bits -= 6;
+            out.push(ALPHABET[((acc >> bits) & 63) as usize] as char);
+        }
+    }
+    if bits > 0 {
+        out.push(ALPHABET[((acc << (6 - bits)) & 63) as usize] as char);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_id_is_22_chars_of_base64url() {
+        let id = kafka_style_cluster_id(Uuid::new_v4());
+        assert_eq!(id.len(), 22);
+        assert!(id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+    }
+}

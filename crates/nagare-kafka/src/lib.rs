@@ -1,0 +1,37 @@
+//! Kafka wire protocol front end of nagare (planned: this crate only binds and closes politely for now).
+
+use std::sync::Arc;
+
+use nagare_core::Broker;
+use serde::{Deserialize, Serialize};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// Settings of the kafka listener (the `[kafka]` table of nagare.toml).
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct Config {
+    /// host:port given to clients in Metadata responses (default: the listen address).
+    pub advertise: Option<String>,
+}
+
+/// Accepts connections on `listener` until `shutdown` turns true.
+pub async fn serve(
+    listener: TcpListener,
+    broker: Arc<Broker>,
+    config: Config,
+    mut shutdown: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let _ = (broker, config);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (mut stream, peer) = accepted?;
+                tracing::info!(%peer, "kafka front end not implemented yet; closing connection");
+                let _ = stream.shutdown().await;
+            }
+            _ = shutdown.changed() => return Ok(()),
+        }
+    }
+}

@@ -1,0 +1,40 @@
+use thiserror::Error;
+
+/// Why a record batch was refused.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum BatchError {
+    #[error("record batch truncated: need {need} bytes, have {have}")]
+    Truncated { need: usize, have: usize },
+    #[error("unsupported record batch magic {0} (only v2 is accepted)")]
+    UnsupportedMagic(i8),
+    #[error("record batch length {0} is invalid")]
+    InvalidLength(i32),
+    #[error("record batch too large: {size} bytes, limit {limit}")]
+    TooLarge { size: usize, limit: usize },
+    #[error("record batch CRC mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    CrcMismatch { stored: u32, computed: u32 },
+    #[error("record batch has invalid record count {0}")]
+    InvalidRecordCount(i32),
+    #[error("record batch is corrupt: {0}")]
+    Corrupt(&'static str),
+    #[error("unsupported compression codec {0}")]
+    UnsupportedCompression(u8),
+    #[error("decompression failed: {0}")]
+    Decompression(String),
+}
+
+#[derive(Debug, Error)]
+pub enum LogError {
+    #[error(transparent)]
+    Batch(#[from] BatchError),
+    #[error("offset {offset} is out of range [{start}, {end}]")]
+    OffsetOutOfRange { offset: i64, start: i64, end: i64 },
+    #[error("log is closed")]
+    Closed,
+    #[error("io error on {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,19 @@
+//! One partition's log, laid out as Kafka lays it out so a Kafka operator can read it:
+//! `DATA/<topic>-<partition>/<base offset, 20 digits>.log` segments, each with a sparse
+//! `.index` (relative offset -> file position) and a `.timeindex` (timestamp -> offset).
+//!
+//! Records are stored as Kafka record batches v2, exactly as the producer sent them after
+//! validation and offset assignment, so fetches can be served straight from the file.
+//!
+//! This crate knows nothing of sockets, protocols or async runtimes: every call is
+//! synchronous. One writer at a time per partition (an internal mutex), any number of
+//! concurrent readers.
+
+pub mod batch;
+mod config;
+mod error;
+mod partition_log;
+
+pub use config::{FlushPolicy, LogConfig};
+pub use error::{BatchError, LogError};
+pub use partition_log::{AppendInfo, FileSlice, PartitionLog, ReadResult};

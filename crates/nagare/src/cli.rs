@@ -1,0 +1,67 @@
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// nagare: one broker for Kafka, STOMP and Fluentd forward clients, all on one shared log.
+#[derive(Debug, Parser)]
+#[command(name = "nagare", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the broker (Kafka, STOMP, forward and HTTP listeners on loopback by default).
+    Serve(ServeArgs),
+    /// Create, list, describe and delete topics of a running broker (HTTP admin API).
+    Topic(crate::topic_cmd::TopicArgs),
+    /// Produce lines of standard input to a topic of a running broker (Kafka protocol).
+    Produce(crate::client_cmds::ProduceArgs),
+    /// Print the records of a topic of a running broker (Kafka protocol).
+    Consume(crate::client_cmds::ConsumeArgs),
+    /// Load generators: Kafka produce/consume, STOMP RPC, forward; against nagare or a peer.
+    Bench(crate::bench::BenchArgs),
+    /// Print the full default configuration as TOML.
+    DefaultConfig,
+}
+
+/// Every setting can also come from a TOML file (`--config`) and from `NAGARE_*`
+/// environment variables: `NAGARE_<SECTION>_<KEY>` for a key in a section (for example
+/// `NAGARE_KAFKA_LISTEN`, `NAGARE_TOPICS_FLUSH`) and `NAGARE_<KEY>` for a top-level one
+/// (`NAGARE_DATA_DIR`). Precedence: flags > environment > file > defaults.
+#[derive(Debug, Args, Default)]
+pub struct ServeArgs {
+    /// TOML configuration file (see nagare.toml in the repository for every setting).
+    #[arg(long, value_name = "FILE", env = "NAGARE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Data directory holding the logs [default: ./data] [env: NAGARE_DATA_DIR]
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Kafka listener [default: 127.0.0.1:9092] [env: NAGARE_KAFKA_LISTEN]
+    #[arg(long, value_name = "ADDR")]
+    pub kafka_listen: Option<SocketAddr>,
+    /// host:port given to Kafka clients in metadata [default: the listen address]
+    /// [env: NAGARE_KAFKA_ADVERTISE]
+    #[arg(long, value_name = "HOST:PORT")]
+    pub kafka_advertise: Option<String>,
+    /// STOMP listener [default: 127.0.0.1:61613] [env: NAGARE_STOMP_LISTEN]
+    #[arg(long, value_name = "ADDR")]
+    pub stomp_listen: Option<SocketAddr>,
+    /// Fluentd forward listener, TCP and UDP heartbeats [default: 127.0.0.1:24224]
+    /// [env: NAGARE_FORWARD_LISTEN]
+    #[arg(long, value_name = "ADDR")]
+    pub forward_listen: Option<SocketAddr>,
+    /// HTTP admin listener: /healthz, /metrics, /topics [default: 127.0.0.1:9644]
+    /// [env: NAGARE_HTTP_LISTEN]
+    #[arg(long, value_name = "ADDR")]
+    pub http_listen: Option<SocketAddr>,
+    /// Log filter, e.g. `info` or `nagare_kafka=debug` [default: info] [env: NAGARE_LOG]
+    #[arg(long, value_name = "FILTER")]
+    pub log: Option<String>,
+    /// Write the port each listener bound to this file as `name=addr` lines once all
+    /// are up (useful with port 0 in tests).
+    #[arg(long, value_name = "FILE")]
+    pub ports_file: Option<PathBuf>,
+}

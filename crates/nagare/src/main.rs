@@ -1,0 +1,27 @@
+//! The `nagare` command: `serve` runs the broker; `topic`, `produce`, `consume` talk to a
+//! running one; `bench` runs load generators against nagare or a peer broker.
+
+mod bench;
+mod cli;
+mod client_cmds;
+mod config;
+mod http;
+mod serve;
+mod topic_cmd;
+
+use clap::Parser;
+
+fn main() -> anyhow::Result<()> {
+    let cli = cli::Cli::parse();
+    match cli.command {
+        cli::Command::Serve(args) => serve::run(args),
+        cli::Command::Topic(args) => topic_cmd::run(args),
+        cli::Command::Produce(args) => client_cmds::produce(args),
+        cli::Command::Consume(args) => client_cmds::consume(args),
+        cli::Command::Bench(args) => bench::run(args),
+        cli::Command::DefaultConfig => {
+            print!("{}", config::Settings::default().to_toml()?);
+            Ok(())
+        }
+    }
+}

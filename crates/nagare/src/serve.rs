@@ -1,0 +1,151 @@
+//! `nagare serve`: open the broker, bind every listener, run until SIGINT/SIGTERM, then
+//! stop accepting, flush and write the clean-shutdown markers.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context;
+use nagare_core::Broker;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::cli::ServeArgs;
+use crate::config::Settings;
+
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let settings = Settings::load(&args)?;
+    init_tracing(&settings.log);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("nagare")
+        .build()?;
+    runtime.block_on(serve(settings, args.ports_file))
+}
+
+fn init_tracing(filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("NAGARE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn bind(name: &str, addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot bind the {name} listener to {addr}"))
+}
+
+async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> anyhow::Result<()> {
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), "nagare starting");
+    let metrics = crate::http::install_metrics()?;
+    let broker_config = settings.broker_config();
+    let broker = tokio::task::spawn_blocking(move || Broker::open(broker_config))
+        .await?
+        .context("opening the data directory")?;
+    let data_dir = std::fs::canonicalize(broker.data_dir()).unwrap_or_else(|_| broker.data_dir().to_path_buf());
+    tracing::info!(data_dir = %data_dir.display(), cluster_id = broker.cluster_id(), "data directory");
+
+    let kafka = bind("kafka", settings.kafka.listen).await?;
+    let stomp = bind("stomp", settings.stomp.listen).await?;
+    let forward = bind("forward", settings.forward.listen).await?;
+    let http = bind("http", settings.http.listen).await?;
+    let bound = [
+        ("kafka", kafka.local_addr()?),
+        ("stomp", stomp.local_addr()?),
+        ("forward", forward.local_addr()?),
+        ("http", http.local_addr()?),
+    ];
+    for (name, addr) in bound {
+        tracing::info!(listener = name, %addr, "listening");
+    }
+    if let Some(path) = ports_file {
+        write_ports_file(&path, &bound)?;
+    }
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    let mut kafka_config = settings.kafka.protocol.clone();
+    if kafka_config.advertise.is_none() {
+        kafka_config.advertise = Some(bound[0].1.to_string());
+    }
+    tasks.spawn(named("kafka", nagare_kafka::serve(kafka, broker.clone(), kafka_config, stop_rx.clone())));
+    tasks.spawn(named(
+        "stomp",
+        nagare_stomp::serve(stomp, broker.clone(), settings.stomp.protocol.clone(), stop_rx.clone()),
+    ));
+    tasks.spawn(named(
+        "forward",
+        nagare_forward::serve(forward, broker.clone(), settings.forward.protocol.clone(), stop_rx.clone()),
+    ));
+    tasks.spawn(named("http", crate::http::serve(http, broker.clone(), metrics, stop_rx.clone())));
+    tasks.spawn({
+        let broker = broker.clone();
+        let stop = stop_rx.clone();
+        async move {
+            broker.run_maintenance(stop).await;
+            Ok(())
+        }
+    });
+    tracing::info!("nagare {} ready", env!("CARGO_PKG_VERSION"));
+
+    let mut failed = None;
+    tokio::select! {
+        signal = shutdown_signal() => tracing::info!(signal, "shutting down"),
+        Some(done) = tasks.join_next() => {
+            // A listener died on its own: shut everything down rather than half-serve.
+            let err = match done {
+                Ok(Ok(())) => anyhow::anyhow!("a listener stopped unexpectedly"),
+                Ok(Err(e)) => e,
+                Err(e) => anyhow::anyhow!("a listener panicked: {e}"),
+            };
+            tracing::error!(error = %err, "shutting down");
+            failed = Some(err);
+        }
+    }
+    let _ = stop_tx.send(true);
+    let drained = tokio::time::timeout(Duration::from_secs(3), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!("some connections did not finish within 3 s; closing anyway");
+        tasks.abort_all();
+    }
+    let b = broker.clone();
+    tokio::task::spawn_blocking(move || b.shutdown()).await??;
+    tracing::info!("nagare stopped");
+    failed.map_or(Ok(()), Err)
+}
+
+async fn named<E: Into<anyhow::Error>>(
+    name: &'static str,
+    fut: impl std::future::Future<Output = Result<(), E>>,
+) -> anyhow::Result<()> {
+    fut.await.map_err(|e| e.into().context(format!("{name} listener")))
+}
+
+async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("install SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    }
+}
+
+fn write_ports_file(path: &std::path::Path, bound: &[(&str, SocketAddr)]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::File::create(&tmp)?;
+    for (name, addr) in bound {
+        writeln!(f, "{name}={addr}")?;
+    }
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+

@@ -1,0 +1,138 @@
+"""Fixtures shared by the real-client tests: a real `nagare serve` on loopback ports.
+
+Every test gets the server binary built by scripts/test (target/release/nagare, or
+$NAGARE_BIN), started on port 0 with a fresh data directory; the bound ports are read
+from the --ports-file the server writes once every listener is up.
+"""
+
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BIN = os.environ.get("NAGARE_BIN", str(ROOT / "target" / "release" / "nagare"))
+
+
+class Nagare:
+    """A running broker: addresses of its listeners, restart and stop."""
+
+    def __init__(self, data_dir, extra_args=(), env=None):
+        self.data_dir = pathlib.Path(data_dir)
+        self.extra_args = list(extra_args)
+        self.env = dict(os.environ, **(env or {}))
+        self.proc = None
+        self.ports = {}
+        self.log_path = self.data_dir.parent / "nagare.log"
+
+    def start(self, ports=None):
+        """Starts the server. `ports` (a previous run's) reuses the same addresses."""
+        ports_file = self.data_dir.parent / "ports"
+        if ports_file.exists():
+            ports_file.unlink()
+        p = ports or {}
+        args = [
+            BIN, "serve",
+            "--data-dir", str(self.data_dir),
+            "--kafka-listen", p.get("kafka", "127.0.0.1:0"),
+            "--stomp-listen", p.get("stomp", "127.0.0.1:0"),
+            "--forward-listen", p.get("forward", "127.0.0.1:0"),
+            "--http-listen", p.get("http", "127.0.0.1:0"),
+            "--ports-file", str(ports_file),
+        ] + self.extra_args
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
+        deadline = time.time() + 20
+        while not ports_file.exists():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"nagare exited with {self.proc.returncode}:\n{self.read_log()}")
+            if time.time() > deadline:
+                raise RuntimeError(f"nagare did not start in 20 s:\n{self.read_log()}")
+            time.sleep(0.02)
+        self.ports = dict(line.split("=", 1) for line in ports_file.read_text().split())
+        return self
+
+    def read_log(self):
+        try:
+            return self.log_path.read_text(errors="replace")[-8000:]
+        except OSError:
+            return ""
+
+    def addr(self, name):
+        return self.ports[name]
+
+    def host_port(self, name):
+        host, port = self.ports[name].rsplit(":", 1)
+        return host, int(port)
+
+    @property
+    def kafka(self):
+        return self.ports["kafka"]
+
+    @property
+    def stomp(self):
+        return self.host_port("stomp")
+
+    @property
+    def forward(self):
+        return self.host_port("forward")
+
+    @property
+    def http(self):
+        return self.ports["http"]
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        """Stops the server; returns its exit code. SIGKILL simulates a crash."""
+        if self.proc is None:
+            return None
+        self.proc.send_signal(sig)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+            raise RuntimeError(f"nagare did not stop within {timeout} s:\n{self.read_log()}")
+        finally:
+            self.log.close()
+            self.proc = None
+        return code
+
+    def restart(self, sig=signal.SIGTERM):
+        """Stops and starts again on the same ports and data directory."""
+        ports = dict(self.ports)
+        self.stop(sig)
+        return self.start(ports)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+
+@pytest.fixture
+def nagare_factory():
+    """Starts brokers with extra flags/env; all are stopped at the end of the test."""
+    made = []
+    tmp = tempfile.mkdtemp(prefix="nagare-test-")
+
+    def make(extra_args=(), env=None):
+        d = pathlib.Path(tmp) / f"n{len(made)}"
+        d.mkdir()
+        n = Nagare(d / "data", extra_args, env)
+        made.append(n)
+        return n.start()
+
+    yield make
+    for n in made:
+        if n.alive():
+            n.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture
+def nagare(nagare_factory):
+    """A fresh broker with the default settings on loopback port 0."""
+    return nagare_factory()

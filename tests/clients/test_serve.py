@@ -1,0 +1,67 @@
+"""The `nagare serve` contract: listeners, /healthz, clean shutdown, restart."""
+
+import socket
+import subprocess
+import time
+import urllib.request
+
+from conftest import BIN
+
+
+def test_healthz_and_metrics(nagare):
+    with urllib.request.urlopen(f"http://{nagare.http}/healthz", timeout=5) as r:
+        assert r.status == 200
+        assert r.read().strip() == b"ok"
+    with urllib.request.urlopen(f"http://{nagare.http}/metrics", timeout=5) as r:
+        assert r.status == 200
+
+
+def test_every_listener_accepts(nagare):
+    for name in ("kafka", "stomp", "forward", "http"):
+        host, port = nagare.host_port(name)
+        with socket.create_connection((host, port), timeout=5):
+            pass
+
+
+def test_startup_lines_name_listeners_data_dir_and_version(nagare):
+    time.sleep(0.2)
+    log = nagare.read_log()
+    for name in ("kafka", "stomp", "forward", "http"):
+        assert f"listener=\"{name}\"" in log or f"listener={name}" in log, log
+    assert "data_dir" in log
+    version = subprocess.run([BIN, "--version"], capture_output=True, text=True, check=True).stdout.split()[-1]
+    assert version in log
+
+
+def test_sigterm_stops_quickly_and_cleanly(nagare):
+    t0 = time.time()
+    assert nagare.stop() == 0
+    assert time.time() - t0 < 5
+    assert "stopped" in nagare.read_log()
+
+
+def test_topics_survive_restart_with_their_ids(nagare):
+    import json
+
+    req = urllib.request.Request(
+        f"http://{nagare.http}/topics",
+        data=json.dumps({"name": "kept", "partitions": 3}).encode(),
+        headers={"content-type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(req, timeout=5) as r:
+        created = json.load(r)
+    nagare.restart()
+    with urllib.request.urlopen(f"http://{nagare.http}/topics/kept", timeout=5) as r:
+        again = json.load(r)
+    assert again["id"] == created["id"]
+    assert len(again["partitions"]) == 3
+
+
+def test_bad_config_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("no_such_setting = 1\n")
+    r = subprocess.run([BIN, "serve", "--config", str(bad), "--data-dir", str(tmp_path / "d")],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode != 0
+    assert "no_such_setting" in r.stderr
