@@ -1,6 +1,12 @@
 //! `nagare bench ...`: load generators with a progress bar and a summary table. Each runs
 //! the same client against nagare or a peer broker, so ratios come from one binary.
 
+mod forward;
+mod kafka;
+#[allow(dead_code)] // until every bench uses all of it
+pub mod report;
+mod rpc;
+
 use clap::{Args, Subcommand};
 
 #[derive(Debug, Args)]
@@ -10,8 +16,23 @@ pub struct BenchArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum BenchKind {}
+pub enum BenchKind {
+    /// Kafka producer load (works against nagare or Apache Kafka).
+    Produce(kafka::ProduceArgs),
+    /// Kafka consumer load (works against nagare or Apache Kafka).
+    Consume(kafka::ConsumeArgs),
+    /// STOMP RPC over MQ: requests to a queue, replies to a temp-queue (nagare, RabbitMQ,
+    /// ActiveMQ).
+    Rpc(rpc::RpcArgs),
+    /// Fluentd forward PackedForward chunks with ack (nagare or any forward receiver).
+    Forward(forward::ForwardArgs),
+}
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    match args.kind {}
+    match args.kind {
+        BenchKind::Produce(a) => kafka::produce(a),
+        BenchKind::Consume(a) => kafka::consume(a),
+        BenchKind::Rpc(a) => rpc::run(a),
+        BenchKind::Forward(a) => forward::run(a),
+    }
 }
