@@ -25,7 +25,8 @@ pub struct Broker {
 impl Broker {
     /// Opens the data directory, recovering every partition of every known topic.
     pub fn open(config: BrokerConfig) -> Result<Arc<Broker>, CoreError> {
-        std::fs::create_dir_all(&config.data_dir).map_err(|e| CoreError::io(&config.data_dir, e))?;
+        std::fs::create_dir_all(&config.data_dir)
+            .map_err(|e| CoreError::io(&config.data_dir, e))?;
         let store = TopicStore::new(&config.data_dir)?;
         let mut state = store.load()?;
         if state.cluster_id.is_empty() {
@@ -170,7 +171,12 @@ impl Broker {
     }
 
     /// Grows a topic to `total` partitions (Kafka CreatePartitions).
-    pub fn create_partitions(&self, name: &str, total: u32, validate_only: bool) -> Result<(), CoreError> {
+    pub fn create_partitions(
+        &self,
+        name: &str,
+        total: u32,
+        validate_only: bool,
+    ) -> Result<(), CoreError> {
         self.check_open()?;
         let mut admin = self.admin.lock();
         let topic = self
@@ -236,7 +242,12 @@ impl Broker {
             segment_bytes: 64 * 1024 * 1024,
             ..TopicConfig::default()
         };
-        let p = Arc::new(open_partition(&self.config.data_dir, topic.into(), 0, &config)?);
+        let p = Arc::new(open_partition(
+            &self.config.data_dir,
+            topic.into(),
+            0,
+            &config,
+        )?);
         internal.insert(name.to_string(), p.clone());
         Ok(p)
     }
@@ -291,7 +302,12 @@ fn open_topic(data_dir: &Path, name: &str, stored: &StoredTopic) -> Result<Topic
     let partitions = (0..stored.partitions as i32)
         .map(|i| open_partition(data_dir, name_arc.clone(), i, &stored.config).map(Arc::new))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Topic::new(name, stored.id, stored.config.clone(), partitions))
+    Ok(Topic::new(
+        name,
+        stored.id,
+        stored.config.clone(),
+        partitions,
+    ))
 }
 
 fn open_partition(
@@ -302,7 +318,13 @@ fn open_partition(
 ) -> Result<Partition, CoreError> {
     let dir = partition_dir(data_dir, &topic, index);
     let log = PartitionLog::open(&dir, config.log_config())?;
-    Ok(Partition::new(topic, index, log, config.flush, config.max_message_bytes))
+    Ok(Partition::new(
+        topic,
+        index,
+        log,
+        config.flush,
+        config.max_message_bytes,
+    ))
 }
 
 /// Kafka prints cluster ids as 22 characters of URL-safe base64 of a UUID.
@@ -334,6 +356,8 @@ mod tests {
     fn cluster_id_is_22_chars_of_base64url() {
         let id = kafka_style_cluster_id(Uuid::new_v4());
         assert_eq!(id.len(), 22);
-        assert!(id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+        assert!(id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
     }
 }

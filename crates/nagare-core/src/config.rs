@@ -183,12 +183,14 @@ impl TopicConfig {
             }
             "flush.ms" => {
                 let v = int(value)?;
-                if v < i64::MAX && v >= 0 {
+                if (0..i64::MAX).contains(&v) {
                     self.flush = TopicFlush::Interval(v as u64);
                 }
             }
             // Accepted and ignored: they have no meaning on one node or are the only choice.
-            "compression.type" | "message.timestamp.type" | "min.insync.replicas"
+            "compression.type"
+            | "message.timestamp.type"
+            | "min.insync.replicas"
             | "unclean.leader.election.enable" => {}
             _ => return Err(bad("unknown config".into())),
         }

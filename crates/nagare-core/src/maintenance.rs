@@ -14,7 +14,9 @@ impl Broker {
     pub async fn run_maintenance(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         let mut last_retention = tokio::time::Instant::now();
         loop {
-            let tick = self.shortest_flush_interval().unwrap_or(self.config().maintenance_interval);
+            let tick = self
+                .shortest_flush_interval()
+                .unwrap_or(self.config().maintenance_interval);
             tokio::select! {
                 _ = tokio::time::sleep(tick.max(Duration::from_millis(10))) => {}
                 _ = stop.changed() => {}
@@ -64,7 +66,12 @@ impl Broker {
                 match log.apply_retention(now_ms) {
                     Ok(0) => {}
                     Ok(n) => {
-                        tracing::info!(topic = p.topic(), partition = p.index(), segments = n, "retention deleted segments");
+                        tracing::info!(
+                            topic = p.topic(),
+                            partition = p.index(),
+                            segments = n,
+                            "retention deleted segments"
+                        );
                         p.publish_end_offset();
                     }
                     Err(e) => {

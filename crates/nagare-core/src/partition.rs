@@ -73,7 +73,11 @@ impl Partition {
 
     /// Validates and appends one Kafka record batch v2, then waits for the fsync the
     /// flush policy and `ack` call for. Readers waiting on this partition are woken.
-    pub async fn append(&self, mut batch: BytesMut, ack: AckLevel) -> Result<AppendInfo, CoreError> {
+    pub async fn append(
+        &self,
+        mut batch: BytesMut,
+        ack: AckLevel,
+    ) -> Result<AppendInfo, CoreError> {
         let limit = *self.max_message_bytes.read() as usize;
         if batch.len() > limit {
             return Err(CoreError::MessageTooLarge {

@@ -14,7 +14,12 @@ pub struct Topic {
 }
 
 impl Topic {
-    pub(crate) fn new(name: &str, id: Uuid, config: TopicConfig, partitions: Vec<Arc<Partition>>) -> Topic {
+    pub(crate) fn new(
+        name: &str,
+        id: Uuid,
+        config: TopicConfig,
+        partitions: Vec<Arc<Partition>>,
+    ) -> Topic {
         Topic {
             name: name.into(),
             id,

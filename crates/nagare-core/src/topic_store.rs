@@ -40,7 +40,10 @@ impl TopicStore {
     pub fn load(&self) -> Result<StoredState, CoreError> {
         match std::fs::read(&self.path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                CoreError::io(&self.path, std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+                CoreError::io(
+                    &self.path,
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+                )
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(StoredState::default()),
             Err(e) => Err(CoreError::io(&self.path, e)),

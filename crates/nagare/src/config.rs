@@ -157,7 +157,9 @@ impl Settings {
             auto_create_topics: self.auto_create_topics,
             default_partitions: self.default_partitions.max(1),
             topic_defaults: self.topics.clone(),
-            maintenance_interval: std::time::Duration::from_millis(self.maintenance_interval_ms.max(10)),
+            maintenance_interval: std::time::Duration::from_millis(
+                self.maintenance_interval_ms.max(10),
+            ),
         }
     }
 
@@ -204,7 +206,10 @@ fn apply_env(
 }
 
 fn env_name(prefix: &str, key: &str) -> String {
-    format!("{prefix}_{}", key.to_ascii_uppercase().replace(['.', '-'], "_"))
+    format!(
+        "{prefix}_{}",
+        key.to_ascii_uppercase().replace(['.', '-'], "_")
+    )
 }
 
 fn walk(
@@ -278,7 +283,10 @@ mod tests {
     #[test]
     fn flags_beat_env_beat_file_beat_defaults() {
         let file = "data_dir = \"/file\"\n[kafka]\nlisten = \"127.0.0.1:1\"\n[stomp]\nlisten = \"127.0.0.1:2\"\n";
-        let env = [("NAGARE_KAFKA_LISTEN", "127.0.0.1:3"), ("NAGARE_DATA_DIR", "/env")];
+        let env = [
+            ("NAGARE_KAFKA_LISTEN", "127.0.0.1:3"),
+            ("NAGARE_DATA_DIR", "/env"),
+        ];
         let args = ServeArgs {
             data_dir: Some("/flag".into()),
             ..Default::default()

@@ -126,14 +126,20 @@ struct ApiError(CoreError);
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = match &self.0 {
-            CoreError::UnknownTopic(_) | CoreError::UnknownPartition { .. } => StatusCode::NOT_FOUND,
+            CoreError::UnknownTopic(_) | CoreError::UnknownPartition { .. } => {
+                StatusCode::NOT_FOUND
+            }
             CoreError::TopicExists(_) => StatusCode::CONFLICT,
             CoreError::InvalidTopicName { .. }
             | CoreError::InvalidPartitions(_)
             | CoreError::InvalidConfig { .. } => StatusCode::BAD_REQUEST,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        (status, Json(serde_json::json!({ "error": self.0.to_string() }))).into_response()
+        (
+            status,
+            Json(serde_json::json!({ "error": self.0.to_string() })),
+        )
+            .into_response()
     }
 }
 
@@ -141,27 +147,37 @@ async fn list_topics(State(s): State<AppState>) -> Json<Vec<TopicInfo>> {
     Json(s.broker.list_topics().iter().map(|t| info(t)).collect())
 }
 
-async fn describe_topic(State(s): State<AppState>, Path(name): Path<String>) -> Result<Json<TopicInfo>, ApiError> {
+async fn describe_topic(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<TopicInfo>, ApiError> {
     s.broker
         .topic(&name)
         .map(|t| Json(info(&t)))
         .ok_or(ApiError(CoreError::UnknownTopic(name)))
 }
 
-async fn create_topic(State(s): State<AppState>, Json(req): Json<CreateTopic>) -> Result<(StatusCode, Json<TopicInfo>), ApiError> {
+async fn create_topic(
+    State(s): State<AppState>,
+    Json(req): Json<CreateTopic>,
+) -> Result<(StatusCode, Json<TopicInfo>), ApiError> {
     let mut config = s.broker.config().topic_defaults.clone();
     for (k, v) in &req.config {
         config.set(k, v).map_err(ApiError)?;
     }
     let broker = s.broker.clone();
-    let topic = tokio::task::spawn_blocking(move || broker.create_topic(&req.name, req.partitions, config))
-        .await
-        .map_err(|_| ApiError(CoreError::ShuttingDown))?
-        .map_err(ApiError)?;
+    let topic =
+        tokio::task::spawn_blocking(move || broker.create_topic(&req.name, req.partitions, config))
+            .await
+            .map_err(|_| ApiError(CoreError::ShuttingDown))?
+            .map_err(ApiError)?;
     Ok((StatusCode::CREATED, Json(info(&topic))))
 }
 
-async fn delete_topic(State(s): State<AppState>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
+async fn delete_topic(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
     let broker = s.broker.clone();
     tokio::task::spawn_blocking(move || broker.delete_topic(&name))
         .await

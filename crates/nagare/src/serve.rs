@@ -46,7 +46,8 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
     let broker = tokio::task::spawn_blocking(move || Broker::open(broker_config))
         .await?
         .context("opening the data directory")?;
-    let data_dir = std::fs::canonicalize(broker.data_dir()).unwrap_or_else(|_| broker.data_dir().to_path_buf());
+    let data_dir = std::fs::canonicalize(broker.data_dir())
+        .unwrap_or_else(|_| broker.data_dir().to_path_buf());
     tracing::info!(data_dir = %data_dir.display(), cluster_id = broker.cluster_id(), "data directory");
 
     let kafka = bind("kafka", settings.kafka.listen).await?;
@@ -72,16 +73,32 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
     if kafka_config.advertise.is_none() {
         kafka_config.advertise = Some(bound[0].1.to_string());
     }
-    tasks.spawn(named("kafka", nagare_kafka::serve(kafka, broker.clone(), kafka_config, stop_rx.clone())));
+    tasks.spawn(named(
+        "kafka",
+        nagare_kafka::serve(kafka, broker.clone(), kafka_config, stop_rx.clone()),
+    ));
     tasks.spawn(named(
         "stomp",
-        nagare_stomp::serve(stomp, broker.clone(), settings.stomp.protocol.clone(), stop_rx.clone()),
+        nagare_stomp::serve(
+            stomp,
+            broker.clone(),
+            settings.stomp.protocol.clone(),
+            stop_rx.clone(),
+        ),
     ));
     tasks.spawn(named(
         "forward",
-        nagare_forward::serve(forward, broker.clone(), settings.forward.protocol.clone(), stop_rx.clone()),
+        nagare_forward::serve(
+            forward,
+            broker.clone(),
+            settings.forward.protocol.clone(),
+            stop_rx.clone(),
+        ),
     ));
-    tasks.spawn(named("http", crate::http::serve(http, broker.clone(), metrics, stop_rx.clone())));
+    tasks.spawn(named(
+        "http",
+        crate::http::serve(http, broker.clone(), metrics, stop_rx.clone()),
+    ));
     tasks.spawn({
         let broker = broker.clone();
         let stop = stop_rx.clone();
@@ -125,7 +142,8 @@ async fn named<E: Into<anyhow::Error>>(
     name: &'static str,
     fut: impl std::future::Future<Output = Result<(), E>>,
 ) -> anyhow::Result<()> {
-    fut.await.map_err(|e| e.into().context(format!("{name} listener")))
+    fut.await
+        .map_err(|e| e.into().context(format!("{name} listener")))
 }
 
 async fn shutdown_signal() -> &'static str {
@@ -148,4 +166,3 @@ fn write_ports_file(path: &std::path::Path, bound: &[(&str, SocketAddr)]) -> any
     std::fs::rename(&tmp, path)?;
     Ok(())
 }
-

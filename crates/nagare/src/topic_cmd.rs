@@ -7,7 +7,12 @@ use crate::http::{CreateTopic, TopicInfo};
 #[derive(Debug, Args)]
 pub struct TopicArgs {
     /// HTTP admin address of the broker.
-    #[arg(long, default_value = "127.0.0.1:9644", env = "NAGARE_HTTP_LISTEN", global = true)]
+    #[arg(
+        long,
+        default_value = "127.0.0.1:9644",
+        env = "NAGARE_HTTP_LISTEN",
+        global = true
+    )]
     pub http: String,
     #[command(subcommand)]
     pub action: TopicAction,
@@ -38,18 +43,35 @@ pub fn run(args: TopicArgs) -> anyhow::Result<()> {
     match args.action {
         TopicAction::List => {
             let topics: Vec<TopicInfo> = get(&format!("{base}/topics"))?;
-            println!("{:<40} {:>10} {:>14} {:>14}", "TOPIC", "PARTITIONS", "RECORDS", "BYTES");
+            println!(
+                "{:<40} {:>10} {:>14} {:>14}",
+                "TOPIC", "PARTITIONS", "RECORDS", "BYTES"
+            );
             for t in topics {
-                let records: i64 = t.partitions.iter().map(|p| p.log_end_offset - p.log_start_offset).sum();
+                let records: i64 = t
+                    .partitions
+                    .iter()
+                    .map(|p| p.log_end_offset - p.log_start_offset)
+                    .sum();
                 let bytes: u64 = t.partitions.iter().map(|p| p.size_bytes).sum();
-                println!("{:<40} {:>10} {:>14} {:>14}", t.name, t.partitions.len(), records, bytes);
+                println!(
+                    "{:<40} {:>10} {:>14} {:>14}",
+                    t.name,
+                    t.partitions.len(),
+                    records,
+                    bytes
+                );
             }
         }
         TopicAction::Describe { name } => {
             let t: TopicInfo = get(&format!("{base}/topics/{name}"))?;
             print_topic(&t);
         }
-        TopicAction::Create { name, partitions, configs } => {
+        TopicAction::Create {
+            name,
+            partitions,
+            configs,
+        } => {
             let mut config = std::collections::BTreeMap::new();
             for c in configs {
                 let (k, v) = c
@@ -57,10 +79,19 @@ pub fn run(args: TopicArgs) -> anyhow::Result<()> {
                     .ok_or_else(|| anyhow::anyhow!("config {c:?} is not KEY=VALUE"))?;
                 config.insert(k.to_string(), v.to_string());
             }
-            let body = CreateTopic { name, partitions, config };
+            let body = CreateTopic {
+                name,
+                partitions,
+                config,
+            };
             let resp = ureq::post(&format!("{base}/topics")).send_json(&body);
             let t: TopicInfo = check(resp)?.into_json()?;
-            println!("created topic {} ({} partitions, id {})", t.name, t.partitions.len(), t.id);
+            println!(
+                "created topic {} ({} partitions, id {})",
+                t.name,
+                t.partitions.len(),
+                t.id
+            );
         }
         TopicAction::Delete { name } => {
             check(ureq::delete(&format!("{base}/topics/{name}")).call())?;
@@ -72,7 +103,10 @@ pub fn run(args: TopicArgs) -> anyhow::Result<()> {
 
 fn print_topic(t: &TopicInfo) {
     println!("topic {}  id {}", t.name, t.id);
-    println!("{:>10} {:>16} {:>16} {:>14}", "PARTITION", "START OFFSET", "END OFFSET", "BYTES");
+    println!(
+        "{:>10} {:>16} {:>16} {:>14}",
+        "PARTITION", "START OFFSET", "END OFFSET", "BYTES"
+    );
     for p in &t.partitions {
         println!(
             "{:>10} {:>16} {:>16} {:>14}",
