@@ -7,14 +7,37 @@
 //! baseTimestamp i64, maxTimestamp i64, producerId i64, producerEpoch i16, baseSequence i32,
 //! recordCount i32, then the records (varint encoded, possibly compressed).
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::codec;
+use crate::varint;
 use crate::BatchError;
 
 /// Size of the fixed batch header, up to and including the record count.
 pub const HEADER_LEN: usize = 61;
 /// Bytes before `batchLength` counts: baseOffset + batchLength itself.
 pub const LOG_OVERHEAD: usize = 12;
+
+/// Byte positions of the header fields.
+pub(crate) mod pos {
+    pub const BATCH_LENGTH: usize = 8;
+    pub const LEADER_EPOCH: usize = 12;
+    pub const MAGIC: usize = 16;
+    pub const CRC: usize = 17;
+    pub const ATTRIBUTES: usize = 21;
+    pub const LAST_OFFSET_DELTA: usize = 23;
+    pub const BASE_TIMESTAMP: usize = 27;
+    pub const MAX_TIMESTAMP: usize = 35;
+    pub const PRODUCER_ID: usize = 43;
+    pub const PRODUCER_EPOCH: usize = 51;
+    pub const BASE_SEQUENCE: usize = 53;
+    pub const RECORD_COUNT: usize = 57;
+}
+
+/// The smallest encoding of one record: length, attributes, timestamp delta, offset
+/// delta, key length, value length and header count, one byte each. Bounds record
+/// counts against the bytes that must hold them.
+const MIN_RECORD_LEN: usize = 7;
 
 /// Compression codec, from the low 3 bits of the attributes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -55,7 +78,14 @@ impl BatchHeader {
         self.base_offset + self.last_offset_delta as i64
     }
     pub fn compression(&self) -> Result<Compression, BatchError> {
-        todo!()
+        match self.attributes & 0x07 {
+            0 => Ok(Compression::None),
+            1 => Ok(Compression::Gzip),
+            2 => Ok(Compression::Snappy),
+            3 => Ok(Compression::Lz4),
+            4 => Ok(Compression::Zstd),
+            other => Err(BatchError::UnsupportedCompression(other as u8)),
+        }
     }
     pub fn is_transactional(&self) -> bool {
         self.attributes & 0x10 != 0
@@ -69,17 +99,128 @@ impl BatchHeader {
     }
 }
 
+fn be_i16(b: &[u8], at: usize) -> i16 {
+    i16::from_be_bytes([b[at], b[at + 1]])
+}
+fn be_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+fn be_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+fn be_i64(b: &[u8], at: usize) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    i64::from_be_bytes(a)
+}
+
+/// Reads the batch length field of the batch at the start of `buf` and returns the total
+/// size of that batch, checked to be at least a header. Needs only `LOG_OVERHEAD` bytes.
+pub(crate) fn peek_total_len(buf: &[u8]) -> Result<usize, BatchError> {
+    if buf.len() < LOG_OVERHEAD {
+        return Err(BatchError::Truncated {
+            need: LOG_OVERHEAD,
+            have: buf.len(),
+        });
+    }
+    let len = be_i32(buf, pos::BATCH_LENGTH);
+    if len < (HEADER_LEN - LOG_OVERHEAD) as i32 {
+        return Err(BatchError::InvalidLength(len));
+    }
+    Ok(len as usize + LOG_OVERHEAD)
+}
+
 /// Parses the header of the batch at the start of `buf` without checking the CRC.
 pub fn parse_header(buf: &[u8]) -> Result<BatchHeader, BatchError> {
-    let _ = buf;
-    todo!()
+    if buf.len() > pos::MAGIC {
+        let magic = buf[pos::MAGIC] as i8;
+        if magic != 2 {
+            return Err(BatchError::UnsupportedMagic(magic));
+        }
+    }
+    if buf.len() < HEADER_LEN {
+        return Err(BatchError::Truncated {
+            need: HEADER_LEN,
+            have: buf.len(),
+        });
+    }
+    let batch_length = be_i32(buf, pos::BATCH_LENGTH);
+    if batch_length < (HEADER_LEN - LOG_OVERHEAD) as i32 {
+        return Err(BatchError::InvalidLength(batch_length));
+    }
+    Ok(BatchHeader {
+        base_offset: be_i64(buf, 0),
+        batch_length,
+        partition_leader_epoch: be_i32(buf, pos::LEADER_EPOCH),
+        magic: buf[pos::MAGIC] as i8,
+        crc: be_u32(buf, pos::CRC),
+        attributes: be_i16(buf, pos::ATTRIBUTES),
+        last_offset_delta: be_i32(buf, pos::LAST_OFFSET_DELTA),
+        base_timestamp: be_i64(buf, pos::BASE_TIMESTAMP),
+        max_timestamp: be_i64(buf, pos::MAX_TIMESTAMP),
+        producer_id: be_i64(buf, pos::PRODUCER_ID),
+        producer_epoch: be_i16(buf, pos::PRODUCER_EPOCH),
+        base_sequence: be_i32(buf, pos::BASE_SEQUENCE),
+        record_count: be_i32(buf, pos::RECORD_COUNT),
+    })
 }
 
 /// Parses and fully validates one batch that must fill `buf` exactly: magic, length,
 /// CRC-32C, record count, offset delta. `max_len` bounds the total size.
 pub fn validate(buf: &[u8], max_len: usize) -> Result<BatchHeader, BatchError> {
-    let _ = (buf, max_len);
-    todo!()
+    if buf.len() > max_len {
+        return Err(BatchError::TooLarge {
+            size: buf.len(),
+            limit: max_len,
+        });
+    }
+    let header = parse_header(buf)?;
+    let total = header.total_len();
+    if total > max_len {
+        return Err(BatchError::TooLarge {
+            size: total,
+            limit: max_len,
+        });
+    }
+    if total > buf.len() {
+        return Err(BatchError::Truncated {
+            need: total,
+            have: buf.len(),
+        });
+    }
+    if total < buf.len() {
+        return Err(BatchError::InvalidLength(header.batch_length));
+    }
+    let computed = crc32c::crc32c(&buf[pos::ATTRIBUTES..]);
+    if computed != header.crc {
+        return Err(BatchError::CrcMismatch {
+            stored: header.crc,
+            computed,
+        });
+    }
+    check_counts(&header)?;
+    header.compression()?;
+    Ok(header)
+}
+
+/// Record count and offset delta must agree (Kafka refuses produced batches whose offset
+/// range and record count differ), and an uncompressed batch must have room for them.
+fn check_counts(header: &BatchHeader) -> Result<(), BatchError> {
+    let count = header.record_count;
+    if count <= 0 {
+        return Err(BatchError::InvalidRecordCount(count));
+    }
+    if header.last_offset_delta != count - 1 {
+        return Err(BatchError::Corrupt(
+            "last offset delta does not match record count",
+        ));
+    }
+    if header.attributes & 0x07 == 0
+        && (count as usize).saturating_mul(MIN_RECORD_LEN) > header.total_len() - HEADER_LEN
+    {
+        return Err(BatchError::InvalidRecordCount(count));
+    }
+    Ok(())
 }
 
 /// Rewrites the base offset (the first 8 bytes). The CRC does not cover it.
@@ -90,8 +231,21 @@ pub fn set_base_offset(buf: &mut [u8], base_offset: i64) {
 /// Splits a buffer holding consecutive batches (e.g. a Kafka produce `records` field)
 /// into whole batches; an incomplete trailing batch is an error.
 pub fn split_batches(buf: &[u8]) -> Result<Vec<std::ops::Range<usize>>, BatchError> {
-    let _ = buf;
-    todo!()
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < buf.len() {
+        let rest = &buf[at..];
+        let total = peek_total_len(rest)?;
+        if total > rest.len() {
+            return Err(BatchError::Truncated {
+                need: total,
+                have: rest.len(),
+            });
+        }
+        out.push(at..at + total);
+        at += total;
+    }
+    Ok(out)
 }
 
 /// A record to put into a new batch.
@@ -107,8 +261,67 @@ pub struct NewRecord {
 /// Builds one uncompressed v2 batch (base offset 0, no producer id) from records.
 /// The log assigns the real offset at append.
 pub fn build_batch(records: &[NewRecord]) -> BytesMut {
-    let _ = records;
-    todo!()
+    let base_ts = records.first().map(|r| r.timestamp).unwrap_or(0);
+    let max_ts = records.iter().map(|r| r.timestamp).max().unwrap_or(base_ts);
+    let body_estimate: usize = records
+        .iter()
+        .map(|r| {
+            24 + r.key.as_ref().map_or(0, |k| k.len())
+                + r.value.as_ref().map_or(0, |v| v.len())
+                + r.headers
+                    .iter()
+                    .map(|(k, v)| 10 + k.len() + v.as_ref().map_or(0, |v| v.len()))
+                    .sum::<usize>()
+        })
+        .sum();
+    let mut buf = BytesMut::with_capacity(HEADER_LEN + body_estimate);
+    buf.put_i64(0); // base offset
+    buf.put_i32(0); // batch length, patched below
+    buf.put_i32(-1); // partition leader epoch
+    buf.put_i8(2); // magic
+    buf.put_u32(0); // crc, patched below
+    buf.put_i16(0); // attributes: no compression, create time
+    buf.put_i32(records.len().saturating_sub(1) as i32);
+    buf.put_i64(base_ts);
+    buf.put_i64(max_ts);
+    buf.put_i64(-1); // producer id
+    buf.put_i16(-1); // producer epoch
+    buf.put_i32(-1); // base sequence
+    buf.put_i32(records.len() as i32);
+    let mut rec = Vec::with_capacity(64);
+    for (i, r) in records.iter().enumerate() {
+        rec.clear();
+        rec.push(0); // attributes
+        varint::put_varlong(&mut rec, r.timestamp.wrapping_sub(base_ts));
+        varint::put_varint(&mut rec, i as i32);
+        put_opt_bytes(&mut rec, r.key.as_deref());
+        put_opt_bytes(&mut rec, r.value.as_deref());
+        varint::put_varint(&mut rec, r.headers.len() as i32);
+        for (k, v) in &r.headers {
+            varint::put_varint(&mut rec, k.len() as i32);
+            rec.extend_from_slice(k.as_bytes());
+            put_opt_bytes(&mut rec, v.as_deref());
+        }
+        let mut len = Vec::with_capacity(5);
+        varint::put_varint(&mut len, rec.len() as i32);
+        buf.extend_from_slice(&len);
+        buf.extend_from_slice(&rec);
+    }
+    let batch_length = (buf.len() - LOG_OVERHEAD) as i32;
+    buf[pos::BATCH_LENGTH..pos::BATCH_LENGTH + 4].copy_from_slice(&batch_length.to_be_bytes());
+    let crc = crc32c::crc32c(&buf[pos::ATTRIBUTES..]);
+    buf[pos::CRC..pos::CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    buf
+}
+
+fn put_opt_bytes(out: &mut Vec<u8>, b: Option<&[u8]>) {
+    match b {
+        None => varint::put_varint(out, -1),
+        Some(b) => {
+            varint::put_varint(out, b.len() as i32);
+            out.extend_from_slice(b);
+        }
+    }
 }
 
 /// A record decoded from a stored batch.
@@ -123,7 +336,126 @@ pub struct Record {
 
 /// Decodes every record of one batch (decompressing as needed). Control batches
 /// (transaction markers) decode to no records.
+///
+/// The CRC is not checked here: batches are validated when appended and when recovered.
 pub fn decode_records(batch: &[u8]) -> Result<Vec<Record>, BatchError> {
-    let _ = batch;
-    todo!()
+    let header = parse_header(batch)?;
+    let total = header.total_len();
+    if total > batch.len() {
+        return Err(BatchError::Truncated {
+            need: total,
+            have: batch.len(),
+        });
+    }
+    if header.is_control() {
+        return Ok(Vec::new());
+    }
+    let count = header.record_count;
+    if count < 0 {
+        return Err(BatchError::InvalidRecordCount(count));
+    }
+    let payload = &batch[HEADER_LEN..total];
+    let body: Bytes = match header.compression()? {
+        Compression::None => Bytes::copy_from_slice(payload),
+        c => Bytes::from(codec::decompress(c, payload)?),
+    };
+    if (count as usize).saturating_mul(MIN_RECORD_LEN) > body.len() {
+        return Err(BatchError::InvalidRecordCount(count));
+    }
+    let mut records = Vec::with_capacity(count as usize);
+    let mut cur = Cursor { buf: &body, at: 0 };
+    for _ in 0..count {
+        records.push(decode_record(&mut cur, &header)?);
+    }
+    Ok(records)
 }
+
+/// A read position in a decoded records body; slices of it share its allocation.
+struct Cursor<'a> {
+    buf: &'a Bytes,
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn varint(&mut self) -> Result<i32, BatchError> {
+        let (v, n) = varint::get_varint(&self.buf[self.at..])?;
+        self.at += n;
+        Ok(v)
+    }
+    fn varlong(&mut self) -> Result<i64, BatchError> {
+        let (v, n) = varint::get_varlong(&self.buf[self.at..])?;
+        self.at += n;
+        Ok(v)
+    }
+    fn u8(&mut self) -> Result<u8, BatchError> {
+        let b = *self
+            .buf
+            .get(self.at)
+            .ok_or(BatchError::Corrupt("record truncated"))?;
+        self.at += 1;
+        Ok(b)
+    }
+    fn take(&mut self, len: usize, end: usize) -> Result<Bytes, BatchError> {
+        if len > end.saturating_sub(self.at) {
+            return Err(BatchError::Corrupt("record field overruns record"));
+        }
+        let b = self.buf.slice(self.at..self.at + len);
+        self.at += len;
+        Ok(b)
+    }
+    fn opt_bytes(&mut self, end: usize) -> Result<Option<Bytes>, BatchError> {
+        let len = self.varint()?;
+        if len < 0 {
+            return Ok(None);
+        }
+        self.take(len as usize, end).map(Some)
+    }
+}
+
+fn decode_record(cur: &mut Cursor<'_>, header: &BatchHeader) -> Result<Record, BatchError> {
+    let len = cur.varint()?;
+    if len < 0 || len as usize > cur.buf.len() - cur.at {
+        return Err(BatchError::Corrupt("record length overruns batch"));
+    }
+    let end = cur.at + len as usize;
+    let _attributes = cur.u8()?;
+    let ts_delta = cur.varlong()?;
+    let offset_delta = cur.varint()?;
+    let key = cur.opt_bytes(end)?;
+    let value = cur.opt_bytes(end)?;
+    let header_count = cur.varint()?;
+    if header_count < 0 || header_count as usize > end.saturating_sub(cur.at) {
+        return Err(BatchError::Corrupt("invalid header count"));
+    }
+    let mut headers = Vec::with_capacity(header_count as usize);
+    for _ in 0..header_count {
+        let klen = cur.varint()?;
+        if klen < 0 {
+            return Err(BatchError::Corrupt("null header key"));
+        }
+        let k = cur.take(klen as usize, end)?;
+        let v = cur.opt_bytes(end)?;
+        headers.push((String::from_utf8_lossy(&k).into_owned(), v));
+    }
+    if cur.at > end {
+        return Err(BatchError::Corrupt("record overruns its length"));
+    }
+    // Trailing bytes inside a record are tolerated (forward compatibility).
+    cur.at = end;
+    let timestamp = if header.is_log_append_time() {
+        header.max_timestamp
+    } else {
+        header.base_timestamp.wrapping_add(ts_delta)
+    };
+    Ok(Record {
+        offset: header.base_offset.wrapping_add(offset_delta as i64),
+        timestamp,
+        key,
+        value,
+        headers,
+    })
+}
+
+#[cfg(test)]
+#[path = "batch_tests.rs"]
+mod tests;

@@ -10,9 +10,11 @@
 //! concurrent readers.
 
 pub mod batch;
+mod codec;
 mod config;
 mod error;
 mod partition_log;
+mod varint;
 
 pub use config::{FlushPolicy, LogConfig};
 pub use error::{BatchError, LogError};
