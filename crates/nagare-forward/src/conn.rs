@@ -1,0 +1,147 @@
+//! One forward connection: read into a buffer, decode every complete request in it,
+//! append them in order, make them as durable as their acks require with one fsync per
+//! partition (group commit), then write all acks with one write.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use nagare_core::{Broker, Partition};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::auth::Handshake;
+use crate::config::Config;
+use crate::decode::{Decoder, Frame};
+use crate::error::DecodeError;
+use crate::ingest::{ack_bytes, Ingest, IngestError};
+use crate::route::Router;
+
+/// Read granularity; a chunk larger than this grows the buffer to what the decoder
+/// says it needs (bounded by `max_chunk_bytes`).
+const READ_SIZE: usize = 256 * 1024;
+/// Acks are flushed at least every this many requests even if more are buffered.
+const MAX_REQUESTS_PER_ROUND: usize = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnError {
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Decode(#[from] DecodeError),
+    #[error("{0}")]
+    Ingest(#[from] IngestError),
+    #[error("authentication failed: {0}")]
+    Auth(String),
+    #[error("request before the handshake finished")]
+    NoHandshake,
+    #[error("idle for longer than {0:?}")]
+    Idle(Duration),
+    #[error("connection closed inside a request ({0} bytes buffered)")]
+    TruncatedAtClose(usize),
+}
+
+/// Shared by every connection of a listener.
+pub struct Shared {
+    pub broker: Arc<Broker>,
+    pub router: Arc<Router>,
+    pub config: Config,
+}
+
+pub async fn handle(mut stream: TcpStream, shared: Arc<Shared>) -> Result<u64, ConnError> {
+    let _ = stream.set_nodelay(true);
+    let cfg = &shared.config;
+    let mut decoder = Decoder::new(cfg.limits());
+    let mut ingest = Ingest::new(shared.broker.clone(), shared.router.clone());
+    let mut buf = BytesMut::with_capacity(READ_SIZE);
+    let mut out: Vec<u8> = Vec::with_capacity(1024);
+    let idle = (cfg.idle_timeout_ms > 0).then(|| Duration::from_millis(cfg.idle_timeout_ms));
+
+    let mut handshake = None;
+    if !cfg.shared_key.is_empty() {
+        let h = Handshake::new();
+        stream.write_all(&h.helo(!cfg.users.is_empty())).await?;
+        handshake = Some(h);
+    }
+
+    let mut more_buffered = false;
+    loop {
+        if !more_buffered {
+            // Room for what the decoder knows the next frame needs (bounded by
+            // max_chunk_bytes), and at least one read's worth.
+            let want = decoder.need().saturating_sub(buf.len()).max(READ_SIZE);
+            buf.reserve(want);
+            let n = match idle {
+                Some(d) => tokio::time::timeout(d, stream.read_buf(&mut buf))
+                    .await
+                    .map_err(|_| ConnError::Idle(d))??,
+                None => stream.read_buf(&mut buf).await?,
+            };
+            if n == 0 {
+                if buf.is_empty() {
+                    return Ok(ingest.events);
+                }
+                return Err(ConnError::TruncatedAtClose(buf.len()));
+            }
+        }
+
+        let mut syncs: Vec<(Arc<Partition>, i64)> = Vec::new();
+        let mut requests = 0;
+        loop {
+            let frame = match decoder.decode(&mut buf)? {
+                Some(f) => f,
+                None => break,
+            };
+            match frame {
+                Frame::Nil => {}
+                Frame::Ping(ping) => {
+                    let Some(h) = handshake.as_ref() else {
+                        return Err(DecodeError::Shape("PING without a handshake").into());
+                    };
+                    let pong = h.pong(&ping, &cfg.shared_key, &cfg.self_hostname, &cfg.users);
+                    stream.write_all(&pong.bytes).await?;
+                    if !pong.ok {
+                        let _ = stream.shutdown().await;
+                        return Err(ConnError::Auth(pong.reason));
+                    }
+                    handshake = None;
+                    continue;
+                }
+                Frame::Request(req) => {
+                    if handshake.is_some() {
+                        return Err(ConnError::NoHandshake);
+                    }
+                    let pending = ingest.append(&req, req.chunk.is_some()).await?;
+                    if let Some((p, offset)) = pending.sync {
+                        match syncs.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &p)) {
+                            Some((_, o)) => *o = (*o).max(offset),
+                            None => syncs.push((p, offset)),
+                        }
+                    }
+                    if let Some(chunk) = &req.chunk {
+                        ack_bytes(&mut out, chunk);
+                    }
+                    requests += 1;
+                    if requests >= MAX_REQUESTS_PER_ROUND {
+                        break;
+                    }
+                }
+            }
+        }
+        // Durability first, acks after: an ack never precedes its fsync.
+        for (p, offset) in syncs.drain(..) {
+            p.sync_to(offset)
+                .await
+                .map_err(|source| IngestError::Core {
+                    topic: p.topic().to_string(),
+                    source,
+                })?;
+        }
+        if !out.is_empty() {
+            stream.write_all(&out).await?;
+            out.clear();
+        }
+        // Requests may be left in the buffer after a full round: decode before reading.
+        more_buffered = requests >= MAX_REQUESTS_PER_ROUND;
+    }
+}

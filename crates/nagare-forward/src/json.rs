@@ -1,0 +1,206 @@
+//! MessagePack record → JSON text in one pass over the bytes, no intermediate tree.
+//!
+//! Mapping (what Fluentd's JSON formatter does with Ruby values): str and bin → JSON
+//! strings (invalid UTF-8 replaced by U+FFFD), non-string map keys → their JSON text as a
+//! string, EventTime ext → float seconds, other ext → null, NaN/±inf → null.
+
+use crate::error::DecodeError;
+use crate::msgpack::{Head, Reader};
+
+/// Deepest nesting converted; deeper records close the connection.
+pub const MAX_DEPTH: usize = 64;
+
+/// Appends the JSON form of the value at `src` (which must be exactly one value).
+pub fn write_json(src: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
+    let mut r = Reader::new(src);
+    value(&mut r, out, 0)
+}
+
+fn value(r: &mut Reader<'_>, out: &mut Vec<u8>, depth: usize) -> Result<(), DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(DecodeError::TooDeep(MAX_DEPTH));
+    }
+    match r.head()? {
+        Head::Nil => out.extend_from_slice(b"null"),
+        Head::Bool(true) => out.extend_from_slice(b"true"),
+        Head::Bool(false) => out.extend_from_slice(b"false"),
+        Head::Uint(u) => push_u64(out, u),
+        Head::Int(i) => push_i64(out, i),
+        Head::F32(f) => push_f64(out, f as f64),
+        Head::F64(f) => push_f64(out, f),
+        Head::Str(n) | Head::Bin(n) => push_str(out, r.bytes(n)?),
+        Head::Ext(ty, n) => {
+            let b = r.bytes(n)?;
+            if ty == 0 && n == 8 {
+                let secs = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+                let nanos = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+                push_f64(out, secs as f64 + nanos as f64 / 1e9);
+            } else {
+                out.extend_from_slice(b"null");
+            }
+        }
+        Head::Array(n) => {
+            out.push(b'[');
+            for i in 0..n {
+                if i > 0 {
+                    out.push(b',');
+                }
+                value(r, out, depth + 1)?;
+            }
+            out.push(b']');
+        }
+        Head::Map(n) => {
+            out.push(b'{');
+            for i in 0..n {
+                if i > 0 {
+                    out.push(b',');
+                }
+                key(r, out, depth + 1)?;
+                out.push(b':');
+                value(r, out, depth + 1)?;
+            }
+            out.push(b'}');
+        }
+    }
+    Ok(())
+}
+
+fn key(r: &mut Reader<'_>, out: &mut Vec<u8>, depth: usize) -> Result<(), DecodeError> {
+    match r.peek()? {
+        Head::Str(_) | Head::Bin(_) => value(r, out, depth),
+        _ => {
+            let mut tmp = Vec::new();
+            value(r, &mut tmp, depth)?;
+            push_str(out, &tmp);
+            Ok(())
+        }
+    }
+}
+
+fn push_u64(out: &mut Vec<u8>, mut u: u64) {
+    let mut tmp = [0u8; 20];
+    let mut i = tmp.len();
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (u % 10) as u8;
+        u /= 10;
+        if u == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&tmp[i..]);
+}
+
+fn push_i64(out: &mut Vec<u8>, i: i64) {
+    if i < 0 {
+        out.push(b'-');
+    }
+    push_u64(out, i.unsigned_abs());
+}
+
+fn push_f64(out: &mut Vec<u8>, f: f64) {
+    if f.is_finite() {
+        // serde_json prints the shortest representation that round-trips (ryu).
+        let _ = serde_json::to_writer(&mut *out, &f);
+    } else {
+        out.extend_from_slice(b"null");
+    }
+}
+
+/// A JSON string literal; runs of bytes that need no escaping are copied at once.
+pub fn push_str(out: &mut Vec<u8>, s: &[u8]) {
+    match std::str::from_utf8(s) {
+        Ok(s) => push_escaped(out, s.as_bytes()),
+        Err(_) => push_escaped(out, String::from_utf8_lossy(s).as_bytes()),
+    }
+}
+
+fn push_escaped(out: &mut Vec<u8>, s: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    for (i, &b) in s.iter().enumerate() {
+        let esc: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x00..=0x1f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&s[start..i]);
+        if esc.is_empty() {
+            out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 15) as usize],
+            ]);
+        } else {
+            out.extend_from_slice(esc);
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&s[start..]);
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmpv::Value as V;
+
+    fn json_of(v: &V) -> serde_json::Value {
+        let mut b = Vec::new();
+        rmpv::encode::write_value(&mut b, v).unwrap();
+        let mut out = Vec::new();
+        write_json(&b, &mut out).unwrap();
+        serde_json::from_slice(&out)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out)))
+    }
+
+    #[test]
+    fn converts_every_kind() {
+        let v = V::Map(vec![
+            (V::from("s"), V::from("a\"b\\c\nd\u{1}é")),
+            (V::from("u"), V::from(u64::MAX)),
+            (V::from("i"), V::from(i64::MIN)),
+            (V::from("f"), V::F64(1.25)),
+            (V::from("nan"), V::F64(f64::NAN)),
+            (V::from("b"), V::Binary(b"bin\xff".to_vec())),
+            (V::from("t"), V::Ext(0, vec![0, 0, 0, 1, 0, 0, 0, 0])),
+            (V::from("x"), V::Ext(9, vec![1])),
+            (
+                V::from(7),
+                V::Array(vec![V::Nil, V::from(true), V::from(false)]),
+            ),
+            (V::from("m"), V::Map(vec![])),
+        ]);
+        let j = json_of(&v);
+        assert_eq!(j["s"], "a\"b\\c\nd\u{1}é");
+        assert_eq!(j["u"], u64::MAX);
+        assert_eq!(j["i"], i64::MIN);
+        assert_eq!(j["f"], 1.25);
+        assert!(j["nan"].is_null());
+        assert_eq!(j["b"], "bin\u{fffd}");
+        assert_eq!(j["t"], 1.0);
+        assert!(j["x"].is_null());
+        assert_eq!(j["7"], serde_json::json!([null, true, false]));
+        assert_eq!(j["m"], serde_json::json!({}));
+    }
+
+    #[test]
+    fn deep_nesting_is_refused() {
+        let mut b = vec![0x91u8; 200];
+        b.push(0xc0);
+        let mut out = Vec::new();
+        assert_eq!(
+            write_json(&b, &mut out),
+            Err(DecodeError::TooDeep(MAX_DEPTH))
+        );
+    }
+}

@@ -1,0 +1,259 @@
+//! Tag routing with Fluentd's match syntax: `*` matches one tag part, `**` zero or more
+//! parts, `{a,b}` alternatives, and several space-separated patterns match any of them.
+//! The first route that matches wins; without one, the topic is the tag with characters
+//! outside Kafka's legal set replaced by `_`.
+
+use nagare_core::sanitize_topic_name;
+
+use crate::config::{Format, Route};
+
+/// Where events of one tag go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Topic { name: String, format: Format },
+    Drop,
+}
+
+/// Patterns are expanded into plain alternatives at start-up; this bounds the expansion
+/// of nested braces.
+const MAX_ALTERNATIVES: usize = 4096;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    /// `**` as a whole part: zero or more tag parts.
+    Any,
+    /// A tag part, `*` in it matching any run of characters within the part.
+    Glob(String),
+}
+
+#[derive(Debug, Clone)]
+struct Compiled {
+    alternatives: Vec<Vec<Part>>,
+    target: Target,
+}
+
+/// The compiled routes of a listener.
+#[derive(Debug, Clone)]
+pub struct Router {
+    routes: Vec<Compiled>,
+    default_format: Format,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PatternError {
+    #[error("unbalanced braces in match pattern {0:?}")]
+    Braces(String),
+    #[error("match pattern {0:?} expands to more than {MAX_ALTERNATIVES} alternatives")]
+    TooMany(String),
+    #[error("empty match pattern")]
+    Empty,
+    #[error("route topic {0:?} is not a legal topic name: {1}")]
+    Topic(String, String),
+}
+
+impl Router {
+    pub fn new(routes: &[Route], default_format: Format) -> Result<Router, PatternError> {
+        let mut compiled = Vec::with_capacity(routes.len());
+        for r in routes {
+            let mut alternatives = Vec::new();
+            for pat in r.pattern.split_whitespace() {
+                for alt in expand_braces(pat)? {
+                    alternatives.push(alt.split('.').map(part).collect());
+                }
+            }
+            if alternatives.is_empty() {
+                return Err(PatternError::Empty);
+            }
+            let target = if r.drop {
+                Target::Drop
+            } else {
+                if !r.topic.is_empty() {
+                    nagare_core::validate_topic_name(&r.topic)
+                        .map_err(|e| PatternError::Topic(r.topic.clone(), e.to_string()))?;
+                }
+                Target::Topic {
+                    name: r.topic.clone(),
+                    format: r.format,
+                }
+            };
+            compiled.push(Compiled {
+                alternatives,
+                target,
+            });
+        }
+        Ok(Router {
+            routes: compiled,
+            default_format,
+        })
+    }
+
+    /// The target of `tag`.
+    pub fn resolve(&self, tag: &str) -> Target {
+        let parts: Vec<&str> = tag.split('.').collect();
+        for r in &self.routes {
+            if r.alternatives.iter().any(|alt| match_parts(alt, &parts)) {
+                return match &r.target {
+                    Target::Topic { name, format } if name.is_empty() => Target::Topic {
+                        name: sanitize_topic_name(tag),
+                        format: *format,
+                    },
+                    t => t.clone(),
+                };
+            }
+        }
+        Target::Topic {
+            name: sanitize_topic_name(tag),
+            format: self.default_format,
+        }
+    }
+}
+
+fn part(s: &str) -> Part {
+    if s == "**" {
+        Part::Any
+    } else {
+        Part::Glob(s.to_string())
+    }
+}
+
+/// `a.{b,c.d}.e` → `a.b.e`, `a.c.d.e` (nested braces allowed).
+fn expand_braces(pat: &str) -> Result<Vec<String>, PatternError> {
+    let Some(open) = pat.find('{') else {
+        if pat.contains('}') {
+            return Err(PatternError::Braces(pat.to_string()));
+        }
+        return Ok(vec![pat.to_string()]);
+    };
+    // Find the matching close brace and the top-level commas inside.
+    let bytes = pat.as_bytes();
+    let mut depth = 0;
+    let mut commas = Vec::new();
+    let mut close = None;
+    for (i, &b) in bytes.iter().enumerate().skip(open) {
+        match b {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(i);
+                    break;
+                }
+            }
+            b',' if depth == 1 => commas.push(i),
+            _ => {}
+        }
+    }
+    let close = close.ok_or_else(|| PatternError::Braces(pat.to_string()))?;
+    let (prefix, suffix) = (&pat[..open], &pat[close + 1..]);
+    let mut bounds = vec![open];
+    bounds.extend(commas);
+    bounds.push(close);
+    let mut out = Vec::new();
+    for w in bounds.windows(2) {
+        let choice = &pat[w[0] + 1..w[1]];
+        for e in expand_braces(&format!("{prefix}{choice}{suffix}"))? {
+            out.push(e);
+            if out.len() > MAX_ALTERNATIVES {
+                return Err(PatternError::TooMany(pat.to_string()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn match_parts(pat: &[Part], tag: &[&str]) -> bool {
+    match pat.split_first() {
+        None => tag.is_empty(),
+        Some((Part::Any, rest)) => (0..=tag.len()).any(|skip| match_parts(rest, &tag[skip..])),
+        Some((Part::Glob(g), rest)) => match tag.split_first() {
+            Some((first, tail)) => glob(g.as_bytes(), first.as_bytes()) && match_parts(rest, tail),
+            None => false,
+        },
+    }
+}
+
+/// `*` matches any run of characters within one tag part.
+fn glob(pat: &[u8], s: &[u8]) -> bool {
+    match pat.split_first() {
+        None => s.is_empty(),
+        Some((b'*', rest)) => (0..=s.len()).any(|i| glob(rest, &s[i..])),
+        Some((c, rest)) => s.first() == Some(c) && glob(rest, &s[1..]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn router(pats: &[(&str, &str)]) -> Router {
+        let routes: Vec<Route> = pats
+            .iter()
+            .map(|(m, t)| Route {
+                pattern: m.to_string(),
+                topic: t.to_string(),
+                drop: *t == "DROP",
+                ..Route::default()
+            })
+            .collect();
+        Router::new(&routes, Format::Json).unwrap()
+    }
+
+    fn topic(r: &Router, tag: &str) -> String {
+        match r.resolve(tag) {
+            Target::Topic { name, .. } => name,
+            Target::Drop => "DROP".into(),
+        }
+    }
+
+    #[test]
+    fn fluentd_match_syntax() {
+        let r = router(&[
+            ("app.**", "app"),
+            ("a.*", "one"),
+            ("x.{b,c.d}.y", "alt"),
+            ("**.err", "err"),
+            ("noise debug.**", "DROP"),
+            ("p*x.q", "glob"),
+        ]);
+        assert_eq!(topic(&r, "app"), "app");
+        assert_eq!(topic(&r, "app.web.1"), "app");
+        assert_eq!(topic(&r, "a.b"), "one");
+        assert_eq!(topic(&r, "a"), "a");
+        assert_eq!(topic(&r, "a.b.c"), "a.b.c");
+        assert_eq!(topic(&r, "x.b.y"), "alt");
+        assert_eq!(topic(&r, "x.c.d.y"), "alt");
+        assert_eq!(topic(&r, "x.c.y"), "x.c.y");
+        assert_eq!(topic(&r, "err"), "err");
+        assert_eq!(topic(&r, "k.l.err"), "err");
+        assert_eq!(topic(&r, "noise"), "DROP");
+        assert_eq!(topic(&r, "debug.z"), "DROP");
+        assert_eq!(topic(&r, "prefix.q"), "glob");
+        assert_eq!(topic(&r, "web/access log"), "web_access_log");
+    }
+
+    #[test]
+    fn first_match_wins_and_empty_topic_means_the_tag() {
+        let r = router(&[("a.**", ""), ("a.b", "never")]);
+        assert_eq!(topic(&r, "a.b"), "a.b");
+    }
+
+    #[test]
+    fn bad_patterns_and_topics_are_refused() {
+        let bad = |m: &str, t: &str| {
+            Router::new(
+                &[Route {
+                    pattern: m.into(),
+                    topic: t.into(),
+                    ..Route::default()
+                }],
+                Format::Json,
+            )
+            .is_err()
+        };
+        assert!(bad("a.{b", "t"));
+        assert!(bad("a}", "t"));
+        assert!(bad("  ", "t"));
+        assert!(bad("a", "no/slash"));
+        assert!(bad(&"{a,b}".repeat(13), "t"));
+    }
+}
