@@ -8,8 +8,10 @@
 mod broker;
 mod config;
 mod error;
+pub mod groups;
 mod maintenance;
 mod partition;
+pub mod producers;
 mod topic;
 mod topic_name;
 mod topic_store;

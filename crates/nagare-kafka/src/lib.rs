@@ -1,19 +1,57 @@
-//! Kafka wire protocol front end of nagare (planned: this crate only binds and closes politely for now).
+//! Kafka wire protocol front end of nagare.
+//!
+//! `serve` accepts connections; each connection (`connection.rs`) reads requests into a
+//! buffer, answers them in order through the handler registry (`handlers/`, one file per
+//! API key) and writes the answers back with one vectored write, using `sendfile(2)` for
+//! the record data of fetch responses.
+
+pub mod client;
+mod codec;
+mod connection;
+pub mod errors;
+pub mod handlers;
+mod output;
+mod state;
 
 use std::sync::Arc;
 
 use nagare_core::Broker;
 use serde::{Deserialize, Serialize};
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+pub use codec::{parse_request, ParsedRequest, RequestError};
+pub use errors::KafkaError;
+pub use output::{Chunk, Reply};
+pub use state::KafkaState;
+
 /// Settings of the kafka listener (the `[kafka]` table of nagare.toml).
-#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Config {
     /// host:port given to clients in Metadata responses (default: the listen address).
     pub advertise: Option<String>,
+    /// Largest request accepted (Kafka's `socket.request.max.bytes`); a bigger one closes
+    /// the connection before anything is allocated for it.
+    pub max_request_bytes: u32,
+    /// Most bytes of responses buffered before they are written out.
+    pub max_pending_response_bytes: u32,
+    /// Longest a fetch may wait for data, whatever the client asks (milliseconds).
+    pub max_fetch_wait_ms: u32,
+    /// Largest fetch response (all partitions), whatever the client asks.
+    pub max_fetch_bytes: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            advertise: None,
+            max_request_bytes: 100 * 1024 * 1024,
+            max_pending_response_bytes: 1024 * 1024,
+            max_fetch_wait_ms: 30_000,
+            max_fetch_bytes: 64 * 1024 * 1024,
+        }
+    }
 }
 
 /// Accepts connections on `listener` until `shutdown` turns true.
@@ -23,13 +61,29 @@ pub async fn serve(
     config: Config,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
-    let _ = (broker, config);
+    let state = match KafkaState::new(broker, config, &listener) {
+        Ok(s) => Arc::new(s),
+        Err(e) => return Err(std::io::Error::other(e.to_string())),
+    };
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let (mut stream, peer) = accepted?;
-                tracing::info!(%peer, "kafka front end not implemented yet; closing connection");
-                let _ = stream.shutdown().await;
+                let (stream, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        // EMFILE and friends: keep serving the connections we have.
+                        tracing::warn!(error = %e, "kafka accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let state = state.clone();
+                let shutdown = shutdown.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = connection::run(stream, state, shutdown).await {
+                        tracing::debug!(%peer, error = %e, "kafka connection closed");
+                    }
+                });
             }
             _ = shutdown.changed() => return Ok(()),
         }

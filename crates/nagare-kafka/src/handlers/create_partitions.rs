@@ -1,0 +1,43 @@
+//! CreatePartitions (37): grows a topic to the requested partition count.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use kafka_protocol::messages::{ApiKey, CreatePartitionsRequest, CreatePartitionsResponse};
+
+use super::{decode, encode, str_bytes, Handler};
+use crate::codec::ParsedRequest;
+use crate::errors::{code, core_error_code};
+use crate::{KafkaError, KafkaState, Reply};
+
+pub const HANDLER: Handler = Handler {
+    key: ApiKey::CreatePartitions,
+    advertised: (0, 3),
+    accepted: (0, 3),
+    call: |state, req| Box::pin(handle(state, req)),
+};
+
+async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+    let request: CreatePartitionsRequest = decode(&req)?;
+    let results = request
+        .topics
+        .iter()
+        .map(|t| {
+            let result = CreatePartitionsTopicResult::default().with_name(t.name.clone());
+            let outcome = if t.count <= 0 {
+                Err(nagare_core::CoreError::InvalidPartitions(t.count as i64))
+            } else {
+                state
+                    .broker
+                    .create_partitions(&t.name, t.count as u32, request.validate_only)
+            };
+            match outcome {
+                Ok(()) => result.with_error_code(code::NONE),
+                Err(e) => result
+                    .with_error_code(core_error_code(&e))
+                    .with_error_message(Some(str_bytes(e.to_string()))),
+            }
+        })
+        .collect();
+    encode(&CreatePartitionsResponse::default().with_results(results), req.version)
+}

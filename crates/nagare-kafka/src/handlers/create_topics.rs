@@ -1,0 +1,96 @@
+//! CreateTopics (19): -1 partitions / replication factor take the defaults; a replication
+//! factor above 1 cannot be honoured by one node and is refused; configs are Kafka names.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
+use nagare_core::{CoreError, TopicConfig};
+
+use super::{decode, encode, str_bytes, Handler};
+use crate::codec::ParsedRequest;
+use crate::errors::{code, core_error_code};
+use crate::{KafkaError, KafkaState, Reply};
+
+pub const HANDLER: Handler = Handler {
+    key: ApiKey::CreateTopics,
+    advertised: (2, 7),
+    accepted: (2, 7),
+    call: |state, req| Box::pin(handle(state, req)),
+};
+
+async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+    let request: CreateTopicsRequest = decode(&req)?;
+    let topics = request
+        .topics
+        .iter()
+        .map(|t| create(&state, t, request.validate_only))
+        .collect();
+    encode(&CreateTopicsResponse::default().with_topics(topics), req.version)
+}
+
+fn create(state: &KafkaState, t: &CreatableTopic, validate_only: bool) -> CreatableTopicResult {
+    let broker = &state.broker;
+    let result = CreatableTopicResult::default().with_name(t.name.clone());
+    let fail = |error_code: i16, message: String| {
+        result
+            .clone()
+            .with_error_code(error_code)
+            .with_error_message(Some(str_bytes(message)))
+            .with_num_partitions(-1)
+            .with_replication_factor(-1)
+    };
+    if t.replication_factor > 1 || t.replication_factor == 0 || t.replication_factor < -1 {
+        return fail(
+            code::INVALID_REPLICATION_FACTOR,
+            format!("replication factor {} but this cluster has one broker", t.replication_factor),
+        );
+    }
+    let partitions = if !t.assignments.is_empty() {
+        Some(t.assignments.len() as u32)
+    } else if t.num_partitions == -1 {
+        None
+    } else if t.num_partitions <= 0 {
+        return fail(code::INVALID_PARTITIONS, format!("invalid partition count {}", t.num_partitions));
+    } else {
+        Some(t.num_partitions as u32)
+    };
+    let mut config: TopicConfig = broker.config().topic_defaults.clone();
+    for c in &t.configs {
+        if let Some(v) = &c.value {
+            if let Err(e) = config.set(&c.name, v) {
+                return fail(core_error_code(&e), e.to_string());
+            }
+        }
+    }
+    let created: Result<(uuid::Uuid, u32), CoreError> = if validate_only {
+        broker
+            .validate_new_topic(&t.name, partitions)
+            .map(|()| (uuid::Uuid::nil(), partitions.unwrap_or(broker.config().default_partitions.max(1))))
+    } else {
+        broker
+            .create_topic(&t.name, partitions, config.clone())
+            .map(|topic| (topic.id(), topic.partition_count() as u32))
+    };
+    match created {
+        Ok((id, count)) => result
+            .with_error_code(code::NONE)
+            .with_topic_id(id)
+            .with_num_partitions(count as i32)
+            .with_replication_factor(1)
+            .with_configs(Some(
+                config
+                    .entries()
+                    .into_iter()
+                    .map(|(k, v)| {
+                        CreatableTopicConfigs::default()
+                            .with_name(str_bytes(k))
+                            .with_value(Some(str_bytes(v)))
+                            .with_config_source(5)
+                    })
+                    .collect(),
+            )),
+        Err(e) => fail(core_error_code(&e), e.to_string()),
+    }
+}

@@ -1,0 +1,63 @@
+//! DeleteTopics (20): by name (v1-5) or by name or topic id (v6).
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::{ApiKey, DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
+use uuid::Uuid;
+
+use super::{decode, encode, str_bytes, Handler};
+use crate::codec::ParsedRequest;
+use crate::errors::{code, core_error_code};
+use crate::{KafkaError, KafkaState, Reply};
+
+pub const HANDLER: Handler = Handler {
+    key: ApiKey::DeleteTopics,
+    advertised: (1, 6),
+    accepted: (1, 6),
+    call: |state, req| Box::pin(handle(state, req)),
+};
+
+async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+    let request: DeleteTopicsRequest = decode(&req)?;
+    let wanted: Vec<(Option<String>, Uuid)> = if req.version >= 6 {
+        request
+            .topics
+            .iter()
+            .map(|t| (t.name.as_ref().map(|n| n.to_string()), t.topic_id))
+            .collect()
+    } else {
+        request.topic_names.iter().map(|n| (Some(n.to_string()), Uuid::nil())).collect()
+    };
+    let broker = &state.broker;
+    let responses = wanted
+        .into_iter()
+        .map(|(name, id)| {
+            let topic = match &name {
+                Some(n) => broker.topic(n),
+                None => broker.list_topics().into_iter().find(|t| t.id() == id),
+            };
+            let result = DeletableTopicResult::default()
+                .with_name(name.clone().map(|n| TopicName(str_bytes(n))))
+                .with_topic_id(id);
+            let Some(topic) = topic else {
+                let error_code = if name.is_some() {
+                    code::UNKNOWN_TOPIC_OR_PARTITION
+                } else {
+                    code::UNKNOWN_TOPIC_ID
+                };
+                return result.with_error_code(error_code);
+            };
+            let result = result
+                .with_name(Some(TopicName(str_bytes(topic.name()))))
+                .with_topic_id(topic.id());
+            match broker.delete_topic(topic.name()) {
+                Ok(()) => result.with_error_code(code::NONE),
+                Err(e) => result
+                    .with_error_code(core_error_code(&e))
+                    .with_error_message(Some(str_bytes(e.to_string()))),
+            }
+        })
+        .collect();
+    encode(&DeleteTopicsResponse::default().with_responses(responses), req.version)
+}

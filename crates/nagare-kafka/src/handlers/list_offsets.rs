@@ -1,0 +1,75 @@
+//! ListOffsets (2): -1 latest, -2 earliest, -3 the record with the largest timestamp,
+//! otherwise the first offset at or after a timestamp (through the time index).
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
+use nagare_core::Partition;
+
+use super::{decode, encode, Handler};
+use crate::codec::ParsedRequest;
+use crate::errors::{code, core_error_code};
+use crate::{KafkaError, KafkaState, Reply};
+
+pub const HANDLER: Handler = Handler {
+    key: ApiKey::ListOffsets,
+    advertised: (1, 9),
+    accepted: (1, 9),
+    call: |state, req| Box::pin(handle(state, req)),
+};
+
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+const EARLIEST_LOCAL: i64 = -4;
+
+async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+    let request: ListOffsetsRequest = decode(&req)?;
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|t| {
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let answer = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
+                    match state.broker.partition(&t.name, p.partition_index) {
+                        Ok(partition) => {
+                            let (offset, timestamp) = lookup(&partition, p.timestamp);
+                            answer
+                                .with_error_code(code::NONE)
+                                .with_offset(offset)
+                                .with_timestamp(timestamp)
+                                .with_leader_epoch(0)
+                        }
+                        Err(e) => answer
+                            .with_error_code(core_error_code(&e))
+                            .with_offset(-1)
+                            .with_timestamp(-1),
+                    }
+                })
+                .collect();
+            ListOffsetsTopicResponse::default().with_name(t.name).with_partitions(partitions)
+        })
+        .collect();
+    encode(&ListOffsetsResponse::default().with_topics(topics), req.version)
+}
+
+/// (offset, timestamp) for one query; (-1, -1) when nothing matches.
+fn lookup(p: &Partition, timestamp: i64) -> (i64, i64) {
+    match timestamp {
+        LATEST => (p.log_end_offset(), -1),
+        EARLIEST | EARLIEST_LOCAL => (p.log_start_offset(), -1),
+        MAX_TIMESTAMP => match p.log().max_timestamp() {
+            Some((ts, offset)) => (offset, ts),
+            None => (-1, -1),
+        },
+        ts if ts >= 0 => match p.log().offset_for_timestamp(ts) {
+            Some((offset, found_ts)) => (offset, found_ts),
+            None => (-1, -1),
+        },
+        _ => (-1, -1),
+    }
+}

@@ -1,0 +1,151 @@
+//! Produce (0): record batches are kept as the raw bytes the producer sent (v2 only, any
+//! compression codec, stored as sent); the log validates each one (CRC, sizes) and assigns
+//! its offsets, and idempotent batches go through the producer sequence check first.
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::future::join_all;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
+use nagare_core::log::batch;
+use nagare_core::AckLevel;
+
+use super::{decode, encode, str_bytes, Handler};
+use crate::codec::ParsedRequest;
+use crate::errors::{batch_error_code, code, core_error_code, produce_error_code};
+use crate::{KafkaError, KafkaState, Reply};
+
+pub const HANDLER: Handler = Handler {
+    key: ApiKey::Produce,
+    // Listed like a Kafka release does; 0-2 (message format v0/v1) are never answered.
+    advertised: (0, 11),
+    accepted: (3, 11),
+    call: |state, req| Box::pin(handle(state, req)),
+};
+
+/// The outcome for one partition.
+struct Outcome {
+    error_code: i16,
+    base_offset: i64,
+    log_start_offset: i64,
+    message: Option<String>,
+}
+
+impl Outcome {
+    fn error(error_code: i16, message: impl Into<String>) -> Outcome {
+        Outcome {
+            error_code,
+            base_offset: -1,
+            log_start_offset: -1,
+            message: Some(message.into()),
+        }
+    }
+}
+
+async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+    let request: ProduceRequest = decode(&req)?;
+    let ack = match request.acks {
+        0 => Some(AckLevel::None),
+        1 => Some(AckLevel::Leader),
+        -1 => Some(AckLevel::Durable),
+        _ => None,
+    };
+    let transactional = request.transactional_id.as_ref().is_some_and(|t| !t.is_empty());
+    let mut topics = Vec::with_capacity(request.topic_data.len());
+    for topic in request.topic_data {
+        let name: String = topic.name.to_string();
+        let work: Vec<_> = topic.partition_data.into_iter().map(|p| {
+            let state = state.clone();
+            let name = name.clone();
+            async move {
+                let outcome = match ack {
+                    None => Outcome::error(code::INVALID_REQUIRED_ACKS, "acks must be 0, 1 or -1"),
+                    Some(_) if transactional => Outcome::error(
+                        code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        "transactions are not supported",
+                    ),
+                    Some(ack) => produce_partition(&state, &name, p.index, p.records, ack).await,
+                };
+                (p.index, outcome)
+            }
+        }).collect();
+        topics.push((name, join_all(work).await));
+    }
+    if request.acks == 0 {
+        return Ok(Reply::Nothing);
+    }
+    let responses = topics
+        .into_iter()
+        .map(|(name, parts)| {
+            TopicProduceResponse::default()
+                .with_name(kafka_protocol::messages::TopicName(str_bytes(name)))
+                .with_partition_responses(
+                    parts
+                        .into_iter()
+                        .map(|(index, o)| {
+                            PartitionProduceResponse::default()
+                                .with_index(index)
+                                .with_error_code(o.error_code)
+                                .with_base_offset(o.base_offset)
+                                .with_log_append_time_ms(-1)
+                                .with_log_start_offset(o.log_start_offset)
+                                .with_error_message(o.message.map(str_bytes))
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    encode(&ProduceResponse::default().with_responses(responses), req.version)
+}
+
+async fn produce_partition(
+    state: &KafkaState,
+    topic: &str,
+    index: i32,
+    records: Option<Bytes>,
+    ack: AckLevel,
+) -> Outcome {
+    let topic = match state.broker.topic(topic) {
+        Some(t) => t,
+        None => return Outcome::error(code::UNKNOWN_TOPIC_OR_PARTITION, "unknown topic"),
+    };
+    let partition = match topic.partition(index) {
+        Ok(p) => p,
+        Err(e) => return Outcome::error(core_error_code(&e), e.to_string()),
+    };
+    let records = records.unwrap_or_default();
+    if records.is_empty() {
+        return Outcome::error(code::CORRUPT_MESSAGE, "no records");
+    }
+    let ranges = match batch::split_batches(&records) {
+        Ok(r) => r,
+        Err(e) => return Outcome::error(batch_error_code(&e), e.to_string()),
+    };
+    let limit = topic.config().max_message_bytes as usize;
+    if let Some(big) = ranges.iter().find(|r| r.len() > limit) {
+        return Outcome::error(
+            code::MESSAGE_TOO_LARGE,
+            format!("batch of {} bytes exceeds max.message.bytes {limit}", big.len()),
+        );
+    }
+    let mut base_offset = -1;
+    for range in ranges {
+        // The log rewrites the base offset in place, so the batch needs its own buffer.
+        let batch = BytesMut::from(&records[range]);
+        match state.producers.append(&partition, batch, ack).await {
+            Ok(appended) => {
+                if base_offset < 0 {
+                    base_offset = appended.info.base_offset;
+                }
+            }
+            Err(e) => return Outcome::error(produce_error_code(&e), e.to_string()),
+        }
+    }
+    Outcome {
+        error_code: code::NONE,
+        base_offset,
+        log_start_offset: partition.log_start_offset(),
+        message: None,
+    }
+}
