@@ -183,8 +183,20 @@ pub fn parse_frame(frame: Bytes, limits: &Limits) -> Result<Frame, DecodeError> 
         return Err(DecodeError::Shape("the tag is not UTF-8"));
     }
     let tag_bytes = frame.slice(tag);
-    match r.peek()? {
+    // An array is Forward mode's entries, unless its first element is a time: then it
+    // is a Message whose time carries metadata (`[EventTime, {...}]`, protocol v1.5).
+    let forward = match r.peek()? {
+        Head::Array(0) => true,
         Head::Array(_) => {
+            let mut inner = Reader::new(r.buf);
+            inner.pos = r.pos;
+            inner.head()?;
+            matches!(inner.peek()?, Head::Array(_))
+        }
+        _ => false,
+    };
+    match r.peek()? {
+        Head::Array(_) if forward => {
             let entries = parse_entries_array(&mut r)?;
             let chunk = parse_options(&mut r, &frame, len, 3)?.chunk;
             Ok(Frame::Request(Request {

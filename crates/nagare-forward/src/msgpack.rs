@@ -125,7 +125,9 @@ pub fn scan_value(buf: &[u8], start: usize) -> Result<Scan, DecodeError> {
     let mut pending: u64 = 1;
     while pending > 0 {
         let Some((head, hl)) = read_head(buf, pos)? else {
-            return Ok(Scan::Incomplete(need_at_least(pos, 1, pending - 1)));
+            // The head itself is cut: at least one byte beyond what is there.
+            let need = need_at_least(pos, 1, pending - 1).max(buf.len() + 1);
+            return Ok(Scan::Incomplete(need));
         };
         pending -= 1;
         match head {
@@ -261,7 +263,7 @@ mod tests {
     #[test]
     fn reserved_marker_is_not_msgpack() {
         assert_eq!(
-            scan_value(&[0x92, 0xc1], 0),
+            scan_value(&[0x91, 0xc1], 0),
             Err(DecodeError::NotMsgpack { byte: 0xc1, at: 1 })
         );
     }

@@ -1,0 +1,319 @@
+//! The receiver over real sockets against a real broker in a temporary directory:
+//! acks after the append, records as stored, routing, handshake, heartbeats and the
+//! connection being closed on garbage while others go on.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nagare_core::log::batch::{decode_records, Record};
+use nagare_core::{Broker, BrokerConfig};
+use nagare_forward::auth::digest;
+use nagare_forward::{Config, Format, Route};
+use rmpv::Value as V;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::sync::watch;
+
+struct Server {
+    addr: std::net::SocketAddr,
+    broker: Arc<Broker>,
+    _stop: watch::Sender<bool>,
+    _dir: tempfile::TempDir,
+}
+
+async fn start(config: Config) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::open(BrokerConfig {
+        data_dir: dir.path().to_path_buf(),
+        ..BrokerConfig::default()
+    })
+    .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, rx) = watch::channel(false);
+    tokio::spawn(nagare_forward::serve(listener, broker.clone(), config, rx));
+    Server {
+        addr,
+        broker,
+        _stop: stop,
+        _dir: dir,
+    }
+}
+
+fn pack(v: &V) -> Vec<u8> {
+    let mut out = Vec::new();
+    rmpv::encode::write_value(&mut out, v).unwrap();
+    out
+}
+
+fn records(b: &Broker, topic: &str) -> Vec<Record> {
+    let Some(t) = b.topic(topic) else {
+        return Vec::new();
+    };
+    let p = t.partition(0).unwrap();
+    p.log()
+        .read_batches(0, u64::MAX >> 1)
+        .unwrap()
+        .iter()
+        .flat_map(|batch| decode_records(batch).unwrap())
+        .collect()
+}
+
+fn header<'a>(r: &'a Record, name: &str) -> &'a [u8] {
+    r.headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .and_then(|(_, v)| v.as_deref())
+        .unwrap()
+}
+
+async fn read_value(s: &mut TcpStream) -> V {
+    read_values(s, 1).await.remove(0)
+}
+
+/// Reads `n` MessagePack values (replies may arrive together in one segment).
+async fn read_values(s: &mut TcpStream, n: usize) -> Vec<V> {
+    let mut buf = Vec::new();
+    loop {
+        let mut rd = &buf[..];
+        let mut got = Vec::new();
+        while let Ok(v) = rmpv::decode::read_value(&mut rd) {
+            got.push(v);
+        }
+        if got.len() >= n {
+            return got;
+        }
+        let mut chunk = [0u8; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut chunk))
+            .await
+            .expect("reply within 5 s")
+            .unwrap();
+        assert!(n > 0, "connection closed");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+async fn closed(s: &mut TcpStream) -> bool {
+    let mut b = [0u8; 64];
+    matches!(
+        tokio::time::timeout(Duration::from_secs(5), s.read(&mut b)).await,
+        Ok(Ok(0)) | Ok(Err(_))
+    )
+}
+
+fn event_time(secs: u32, nanos: u32) -> V {
+    let mut b = secs.to_be_bytes().to_vec();
+    b.extend_from_slice(&nanos.to_be_bytes());
+    V::Ext(0, b)
+}
+
+fn rec(i: i64) -> V {
+    V::Map(vec![
+        (V::from("seq"), V::from(i)),
+        (V::from("msg"), V::from(format!("hello {i}"))),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packed_forward_chunk_is_one_batch_acked_after_append() {
+    let srv = start(Config::default()).await;
+    let mut s = TcpStream::connect(srv.addr).await.unwrap();
+    let entries: Vec<u8> = (0..100)
+        .flat_map(|i| {
+            pack(&V::Array(vec![
+                event_time(1_700_000_000 + i, 1000 * i),
+                rec(i as i64),
+            ]))
+        })
+        .collect();
+    let chunk = V::from("MTIzNDU2Nzg5MAo=\n");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&entries).unwrap();
+    let frames = [
+        pack(&V::Array(vec![
+            V::from("app.web"),
+            V::Binary(entries.clone()),
+            V::Map(vec![(V::from("chunk"), chunk.clone())]),
+        ])),
+        pack(&V::Array(vec![
+            V::from("app.web"),
+            V::Binary(gz.finish().unwrap()),
+            V::Map(vec![
+                (V::from("chunk"), V::from("second")),
+                (V::from("compressed"), V::from("gzip")),
+            ]),
+        ])),
+    ];
+    // Both pipelined in one write.
+    s.write_all(&frames.concat()).await.unwrap();
+    let acks = read_values(&mut s, 2).await;
+    assert_eq!(acks[0], V::Map(vec![(V::from("ack"), chunk)]));
+    assert_eq!(acks[1]["ack"].as_str(), Some("second"));
+
+    let recs = records(&srv.broker, "app.web");
+    assert_eq!(recs.len(), 200);
+    let log = srv.broker.topic("app.web").unwrap().partition(0).unwrap();
+    let batches = log.log().read_batches(0, u64::MAX >> 1).unwrap();
+    assert_eq!(batches.len(), 2, "one batch per chunk");
+    for (i, r) in recs.iter().take(100).enumerate() {
+        let v: serde_json::Value = serde_json::from_slice(r.value.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"seq": i, "msg": format!("hello {i}")})
+        );
+        assert_eq!(r.timestamp, (1_700_000_000 + i as i64) * 1000);
+        assert_eq!(header(r, "fluent.tag"), b"app.web");
+        let ns = (1_700_000_000 + i as i128) * 1_000_000_000 + 1000 * i as i128;
+        assert_eq!(header(r, "fluent.time_ns"), ns.to_string().as_bytes());
+        assert_eq!(r.offset, i as i64);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routes_pick_topic_format_and_drop() {
+    let config = Config {
+        routes: vec![
+            Route {
+                pattern: "app.**".into(),
+                topic: "app-logs".into(),
+                ..Route::default()
+            },
+            Route {
+                pattern: "raw.*".into(),
+                topic: "raw".into(),
+                format: Format::Msgpack,
+                drop: false,
+            },
+            Route {
+                pattern: "noise.**".into(),
+                drop: true,
+                ..Route::default()
+            },
+        ],
+        ..Config::default()
+    };
+    let srv = start(config).await;
+    let mut s = TcpStream::connect(srv.addr).await.unwrap();
+    let send = |tag: &str, chunk: &str| {
+        pack(&V::Array(vec![
+            V::from(tag),
+            V::from(5),
+            rec(1),
+            V::Map(vec![(V::from("chunk"), V::from(chunk))]),
+        ]))
+    };
+    for (tag, chunk) in [
+        ("app.a.b", "1"),
+        ("raw.x", "2"),
+        ("noise.y", "3"),
+        ("web/a b", "4"),
+    ] {
+        s.write_all(&send(tag, chunk)).await.unwrap();
+        assert_eq!(read_value(&mut s).await["ack"].as_str(), Some(chunk));
+    }
+    assert_eq!(records(&srv.broker, "app-logs").len(), 1);
+    let raw = records(&srv.broker, "raw");
+    assert_eq!(raw[0].value.as_deref().unwrap(), &pack(&rec(1))[..]);
+    assert!(srv.broker.topic("noise.y").is_none());
+    assert_eq!(records(&srv.broker, "web_a_b").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_closes_only_its_own_connection() {
+    let srv = start(Config::default()).await;
+    let mut good = TcpStream::connect(srv.addr).await.unwrap();
+    let mut bad = TcpStream::connect(srv.addr).await.unwrap();
+    bad.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+    assert!(closed(&mut bad).await);
+    // A nil heartbeat is ignored; the connection carries on.
+    good.write_all(&[0xc0]).await.unwrap();
+    good.write_all(&pack(&V::Array(vec![
+        V::from("ok"),
+        V::from(1),
+        rec(1),
+        V::Map(vec![(V::from("chunk"), V::from("c"))]),
+    ])))
+    .await
+    .unwrap();
+    assert_eq!(read_value(&mut good).await["ack"].as_str(), Some("c"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handshake_with_shared_key_and_user() {
+    let config = Config {
+        shared_key: "s3cret".into(),
+        self_hostname: "srv".into(),
+        users: vec![nagare_forward::User {
+            username: "alice".into(),
+            password: "pw".into(),
+        }],
+        ..Config::default()
+    };
+    let srv = start(config).await;
+    for (key, pw, ok) in [
+        ("s3cret", "pw", true),
+        ("wrong", "pw", false),
+        ("s3cret", "bad", false),
+    ] {
+        let mut s = TcpStream::connect(srv.addr).await.unwrap();
+        let helo = read_value(&mut s).await;
+        assert_eq!(helo[0].as_str(), Some("HELO"));
+        let nonce = helo[1]["nonce"].as_str().unwrap().to_string();
+        let auth = helo[1]["auth"].as_str().unwrap().to_string();
+        let ping = V::Array(vec![
+            V::from("PING"),
+            V::from("client"),
+            V::from("salt"),
+            V::from(digest(&[
+                b"salt",
+                b"client",
+                nonce.as_bytes(),
+                key.as_bytes(),
+            ])),
+            V::from("alice"),
+            V::from(digest(&[auth.as_bytes(), b"alice", pw.as_bytes()])),
+        ]);
+        s.write_all(&pack(&ping)).await.unwrap();
+        let pong = read_value(&mut s).await;
+        assert_eq!(pong[0].as_str(), Some("PONG"));
+        assert_eq!(pong[1].as_bool(), Some(ok));
+        if ok {
+            let want = digest(&[b"salt", b"srv", nonce.as_bytes(), b"s3cret"]);
+            assert_eq!(pong[4].as_str(), Some(want.as_str()));
+            s.write_all(&pack(&V::Array(vec![
+                V::from("authed"),
+                V::from(1),
+                rec(1),
+                V::Map(vec![(V::from("chunk"), V::from("a"))]),
+            ])))
+            .await
+            .unwrap();
+            assert_eq!(read_value(&mut s).await["ack"].as_str(), Some("a"));
+        } else {
+            assert!(!pong[2].as_str().unwrap().is_empty());
+            assert!(closed(&mut s).await);
+        }
+    }
+    // Events before the handshake are refused.
+    let mut s = TcpStream::connect(srv.addr).await.unwrap();
+    let _helo = read_value(&mut s).await;
+    s.write_all(&pack(&V::Array(vec![V::from("x"), V::from(1), rec(1)])))
+        .await
+        .unwrap();
+    assert!(closed(&mut s).await);
+    assert!(srv.broker.topic("x").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn udp_heartbeat_is_answered() {
+    let srv = start(Config::default()).await;
+    let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    sock.send_to(&[0u8], srv.addr).await.unwrap();
+    let mut b = [9u8; 8];
+    let (n, _) = tokio::time::timeout(Duration::from_secs(5), sock.recv_from(&mut b))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&b[..n], &[0u8]);
+}
