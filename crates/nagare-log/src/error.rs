@@ -1,7 +1,7 @@
 use thiserror::Error;
 
 /// Why a record batch was refused.
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
 pub enum BatchError {
     #[error("record batch truncated: need {need} bytes, have {have}")]
     Truncated { need: usize, have: usize },

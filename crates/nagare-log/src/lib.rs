@@ -13,7 +13,9 @@ pub mod batch;
 mod codec;
 mod config;
 mod error;
+mod index;
 mod partition_log;
+mod segment;
 mod varint;
 
 pub use config::{FlushPolicy, LogConfig};

@@ -1,0 +1,192 @@
+//! A segment's sparse indexes, in Kafka's file layout:
+//! `.index` holds 8-byte entries (relative offset u32, file position u32, big endian) and
+//! `.timeindex` 12-byte entries (timestamp i64, relative offset u32).
+//!
+//! The entries live in memory (the authority while the log runs); new entries are written
+//! to the files lazily (on roll, flush and close) so an append stays one `write`. A crash
+//! leaves the active segment's files behind, which is why recovery rebuilds them.
+
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::path::Path;
+
+pub(crate) const OFFSET_ENTRY: usize = 8;
+pub(crate) const TIME_ENTRY: usize = 12;
+
+/// Sparse offset and time index of one segment, plus what the writer needs to extend them.
+#[derive(Debug, Default)]
+pub(crate) struct Indexes {
+    /// (offset - base, position of the batch holding it), both increasing.
+    pub offsets: Vec<(u32, u32)>,
+    /// (largest timestamp so far, offset - base of the batch that set it), both increasing.
+    pub times: Vec<(i64, u32)>,
+    /// Entries already in the files.
+    offsets_persisted: usize,
+    times_persisted: usize,
+    /// Largest batch max timestamp in the segment and the last offset of that batch.
+    pub max_timestamp: Option<(i64, i64)>,
+    /// Bytes appended since the last offset index entry.
+    pub bytes_since_entry: u64,
+}
+
+impl Indexes {
+    /// Accounts one batch appended at `position`; adds index entries every
+    /// `interval` bytes, as Kafka does.
+    pub fn on_append(
+        &mut self,
+        base: i64,
+        position: u64,
+        len: u64,
+        last_offset: i64,
+        max_timestamp: i64,
+        interval: u32,
+    ) {
+        if self.max_timestamp.is_none_or(|(ts, _)| max_timestamp > ts) {
+            self.max_timestamp = Some((max_timestamp, last_offset));
+        }
+        if self.bytes_since_entry >= interval as u64 {
+            self.offsets
+                .push(((last_offset - base) as u32, position as u32));
+            self.maybe_add_time_entry(base);
+            self.bytes_since_entry = 0;
+        }
+        self.bytes_since_entry += len;
+    }
+
+    /// Adds a time entry for the current maximum if it is newer than the last one (also
+    /// done when a segment stops being active, so its maximum is in the file).
+    pub fn maybe_add_time_entry(&mut self, base: i64) {
+        if let Some((ts, off)) = self.max_timestamp {
+            if self.times.last().is_none_or(|&(last, _)| ts > last) {
+                self.times.push((ts, (off - base) as u32));
+            }
+        }
+    }
+
+    /// Position from which to scan for `offset`: the batch of the last entry at or
+    /// below it, else the segment start.
+    pub fn lookup(&self, base: i64, offset: i64) -> u64 {
+        let rel = offset - base;
+        if rel < 0 {
+            return 0;
+        }
+        let i = self.offsets.partition_point(|&(o, _)| (o as i64) <= rel);
+        if i == 0 {
+            0
+        } else {
+            self.offsets[i - 1].1 as u64
+        }
+    }
+
+    /// Largest known batch start at or below `limit` (a batch boundary), if any.
+    pub fn boundary_at_or_below(&self, limit: u64) -> Option<u64> {
+        let i = self.offsets.partition_point(|&(_, p)| p as u64 <= limit);
+        (i > 0).then(|| self.offsets[i - 1].1 as u64)
+    }
+
+    /// Offset from which to scan for the first batch whose max timestamp is >= `ts`.
+    pub fn time_lookup(&self, base: i64, ts: i64) -> i64 {
+        let i = self.times.partition_point(|&(t, _)| t < ts);
+        if i == 0 {
+            base
+        } else {
+            base + self.times[i - 1].1 as i64
+        }
+    }
+
+    /// Writes entries not yet in the files.
+    pub fn persist(&mut self, index: &Path, timeindex: &Path) -> std::io::Result<()> {
+        if self.offsets_persisted < self.offsets.len() {
+            let mut buf = Vec::with_capacity((self.offsets.len() - self.offsets_persisted) * 8);
+            for &(o, p) in &self.offsets[self.offsets_persisted..] {
+                buf.extend_from_slice(&o.to_be_bytes());
+                buf.extend_from_slice(&p.to_be_bytes());
+            }
+            append_file(index)?.write_all(&buf)?;
+            self.offsets_persisted = self.offsets.len();
+        }
+        if self.times_persisted < self.times.len() {
+            let mut buf = Vec::with_capacity((self.times.len() - self.times_persisted) * 12);
+            for &(t, o) in &self.times[self.times_persisted..] {
+                buf.extend_from_slice(&t.to_be_bytes());
+                buf.extend_from_slice(&o.to_be_bytes());
+            }
+            append_file(timeindex)?.write_all(&buf)?;
+            self.times_persisted = self.times.len();
+        }
+        Ok(())
+    }
+
+    /// Replaces both files with the in-memory entries.
+    pub fn rewrite(&mut self, index: &Path, timeindex: &Path) -> std::io::Result<()> {
+        File::create(index)?;
+        File::create(timeindex)?;
+        self.offsets_persisted = 0;
+        self.times_persisted = 0;
+        self.persist(index, timeindex)
+    }
+
+    /// Loads both files; `None` when either is missing or inconsistent with a segment of
+    /// `segment_len` bytes (then the caller rebuilds them from the log).
+    pub fn load(index: &Path, timeindex: &Path, segment_len: u64) -> std::io::Result<Option<Self>> {
+        let (Some(ob), Some(tb)) = (read_opt(index)?, read_opt(timeindex)?) else {
+            return Ok(None);
+        };
+        if ob.len() % OFFSET_ENTRY != 0 || tb.len() % TIME_ENTRY != 0 {
+            return Ok(None);
+        }
+        let offsets: Vec<(u32, u32)> = ob
+            .chunks_exact(OFFSET_ENTRY)
+            .map(|c| {
+                (
+                    u32::from_be_bytes([c[0], c[1], c[2], c[3]]),
+                    u32::from_be_bytes([c[4], c[5], c[6], c[7]]),
+                )
+            })
+            .collect();
+        let times: Vec<(i64, u32)> = tb
+            .chunks_exact(TIME_ENTRY)
+            .map(|c| {
+                let mut t = [0u8; 8];
+                t.copy_from_slice(&c[..8]);
+                (
+                    i64::from_be_bytes(t),
+                    u32::from_be_bytes([c[8], c[9], c[10], c[11]]),
+                )
+            })
+            .collect();
+        let increasing = offsets
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1)
+            && offsets
+                .last()
+                .is_none_or(|&(_, p)| (p as u64) < segment_len)
+            && times
+                .windows(2)
+                .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1);
+        if !increasing {
+            return Ok(None);
+        }
+        let n = (offsets.len(), times.len());
+        Ok(Some(Indexes {
+            offsets,
+            times,
+            offsets_persisted: n.0,
+            times_persisted: n.1,
+            max_timestamp: None,
+            bytes_since_entry: 0,
+        }))
+    }
+}
+
+fn append_file(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new().append(true).create(true).open(path)
+}
+
+fn read_opt(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    match std::fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
