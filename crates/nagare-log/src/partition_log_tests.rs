@@ -682,3 +682,28 @@ fn crash_recovery_truncates_damaged_tail() {
         assert_eq!(log.log_end_offset(), info.last_offset + 1);
     }
 }
+
+#[test]
+fn clean_marker_with_damaged_tail_still_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), small_config(1 << 20)).unwrap();
+    for i in 0..10 {
+        log.append(&mut build_batch(&[rec("0123456789", i)]))
+            .unwrap();
+    }
+    log.close().unwrap();
+    drop(log);
+    let path = dir.path().join("00000000000000000000.log");
+    let mut data = std::fs::read(&path).unwrap();
+    data.extend_from_slice(&[0xab; 30]);
+    std::fs::write(&path, &data).unwrap();
+    let log = PartitionLog::open(dir.path(), small_config(1 << 20)).unwrap();
+    assert_eq!(log.log_end_offset(), 10);
+    assert_eq!(log.read_batches(0, u64::MAX).unwrap().len(), 10);
+    assert_eq!(
+        log.append(&mut build_batch(&[rec("x", 1)]))
+            .unwrap()
+            .base_offset,
+        10
+    );
+}
