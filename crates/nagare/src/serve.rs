@@ -30,6 +30,7 @@ fn init_tracing(filter: &str) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 }
 
@@ -48,7 +49,11 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         .context("opening the data directory")?;
     let data_dir = std::fs::canonicalize(broker.data_dir())
         .unwrap_or_else(|_| broker.data_dir().to_path_buf());
-    tracing::info!(data_dir = %data_dir.display(), cluster_id = broker.cluster_id(), "data directory");
+    tracing::info!(
+        cluster_id = broker.cluster_id(),
+        "data directory {}",
+        data_dir.display()
+    );
 
     let kafka = bind("kafka", settings.kafka.listen).await?;
     let stomp = bind("stomp", settings.stomp.listen).await?;
@@ -61,7 +66,7 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         ("http", http.local_addr()?),
     ];
     for (name, addr) in bound {
-        tracing::info!(listener = name, %addr, "listening");
+        tracing::info!(listener = name, %addr, "{name} listener on {addr}");
     }
     if let Some(path) = ports_file {
         write_ports_file(&path, &bound)?;
