@@ -25,6 +25,7 @@ use nagare_core::Broker;
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::watch;
 
+pub use bytes;
 pub use config::{Config, Format, Route, User};
 pub use decode::{Decoder, Frame, Limits, Request};
 pub use error::DecodeError;
