@@ -82,7 +82,10 @@ pub fn parse_request(mut frame: Bytes) -> Result<ParsedRequest, RequestError> {
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
     let Some(handler) = handlers::find(key) else {
-        return Err(RequestError::UnknownApi { key, correlation_id });
+        return Err(RequestError::UnknownApi {
+            key,
+            correlation_id,
+        });
     };
     if !handler.accepts(version) {
         return Err(RequestError::UnsupportedVersion {
@@ -92,10 +95,11 @@ pub fn parse_request(mut frame: Bytes) -> Result<ParsedRequest, RequestError> {
         });
     }
     let header_version = handler.key.request_header_version(version);
-    let header = RequestHeader::decode(&mut frame, header_version).map_err(|e| RequestError::BadHeader {
-        correlation_id,
-        reason: e.to_string(),
-    })?;
+    let header =
+        RequestHeader::decode(&mut frame, header_version).map_err(|e| RequestError::BadHeader {
+            correlation_id,
+            reason: e.to_string(),
+        })?;
     Ok(ParsedRequest {
         api_key: handler.key,
         version,
@@ -116,14 +120,23 @@ mod tests {
         buf.put_slice(b"abc");
         buf.put_i32(5);
         buf.put_slice(b"de");
-        assert_eq!(next_frame(&mut buf, 100).unwrap().unwrap(), Bytes::from_static(b"abc"));
+        assert_eq!(
+            next_frame(&mut buf, 100).unwrap().unwrap(),
+            Bytes::from_static(b"abc")
+        );
         assert_eq!(next_frame(&mut buf, 100).unwrap(), None);
         let mut big = BytesMut::new();
         big.put_i32(1000);
-        assert!(matches!(next_frame(&mut big, 100), Err(RequestError::TooLarge { .. })));
+        assert!(matches!(
+            next_frame(&mut big, 100),
+            Err(RequestError::TooLarge { .. })
+        ));
         let mut neg = BytesMut::new();
         neg.put_i32(-1);
-        assert!(matches!(next_frame(&mut neg, 100), Err(RequestError::NegativeSize(-1))));
+        assert!(matches!(
+            next_frame(&mut neg, 100),
+            Err(RequestError::NegativeSize(-1))
+        ));
     }
 
     #[test]
@@ -134,7 +147,10 @@ mod tests {
         f.put_i32(7);
         assert!(matches!(
             parse_request(f.freeze()),
-            Err(RequestError::UnknownApi { key: 9999, correlation_id: 7 })
+            Err(RequestError::UnknownApi {
+                key: 9999,
+                correlation_id: 7
+            })
         ));
         let mut f = BytesMut::new();
         f.put_i16(0);
@@ -144,7 +160,10 @@ mod tests {
             parse_request(f.freeze()),
             Err(RequestError::UnsupportedVersion { version: 1, .. })
         ));
-        assert!(matches!(parse_request(Bytes::from_static(b"abc")), Err(RequestError::Truncated(3))));
+        assert!(matches!(
+            parse_request(Bytes::from_static(b"abc")),
+            Err(RequestError::Truncated(3))
+        ));
     }
 
     #[test]

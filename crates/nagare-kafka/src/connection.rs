@@ -67,7 +67,11 @@ pub async fn run(
 }
 
 /// Answers one request frame, queueing the response. An error means: close.
-async fn answer(state: &Arc<KafkaState>, frame: Bytes, out: &mut OutQueue) -> Result<(), KafkaError> {
+async fn answer(
+    state: &Arc<KafkaState>,
+    frame: Bytes,
+    out: &mut OutQueue,
+) -> Result<(), KafkaError> {
     let req = match codec::parse_request(frame) {
         Ok(req) => req,
         Err(RequestError::UnsupportedVersion {
@@ -76,7 +80,11 @@ async fn answer(state: &Arc<KafkaState>, frame: Bytes, out: &mut OutQueue) -> Re
             ..
         }) => {
             // A newer client: tell it our versions (in v0) and let it retry.
-            out.push_response(correlation_id, false, api_versions::unsupported_version_reply()?);
+            out.push_response(
+                correlation_id,
+                false,
+                api_versions::unsupported_version_reply()?,
+            );
             return Ok(());
         }
         Err(e) => return Err(refused(e)),
@@ -103,7 +111,9 @@ fn refused(e: RequestError) -> KafkaError {
     match e {
         RequestError::TooLarge { size, limit } => KafkaError::TooLarge { size, limit },
         RequestError::UnknownApi { key, .. } => KafkaError::UnknownApi(key),
-        RequestError::UnsupportedVersion { key, version, .. } => KafkaError::UnsupportedVersion { key, version },
+        RequestError::UnsupportedVersion { key, version, .. } => {
+            KafkaError::UnsupportedVersion { key, version }
+        }
         other => KafkaError::Malformed(other.to_string()),
     }
 }

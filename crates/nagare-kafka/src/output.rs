@@ -178,13 +178,17 @@ async fn send_file(stream: &mut TcpStream, slice: &FileSlice) -> io::Result<()> 
         stream.writable().await?;
         let want = (end - offset).min(1 << 30) as usize;
         let result = stream.try_io(Interest::WRITABLE, || {
-            rustix::fs::sendfile(&*stream, &*slice.file, Some(&mut offset), want).map_err(io::Error::from)
+            rustix::fs::sendfile(&*stream, &*slice.file, Some(&mut offset), want)
+                .map_err(io::Error::from)
         });
         match result {
             Ok(0) => {
                 // The segment shrank under us (retention, truncation): the response can no
                 // longer be completed, so the connection must go.
-                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "segment file shrank during sendfile"));
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "segment file shrank during sendfile",
+                ));
             }
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}

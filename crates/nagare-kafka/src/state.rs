@@ -23,9 +23,23 @@ pub struct KafkaState {
 }
 
 impl KafkaState {
-    pub fn new(broker: Arc<Broker>, config: Config, listener: &TcpListener) -> Result<KafkaState, CoreError> {
+    pub fn new(
+        broker: Arc<Broker>,
+        config: Config,
+        listener: &TcpListener,
+    ) -> Result<KafkaState, CoreError> {
         let local = listener.local_addr().ok();
-        let (advertised_host, advertised_port) = advertised(config.advertise.as_deref(), local);
+        let (host, port) = advertised(config.advertise.as_deref(), local);
+        KafkaState::with_address(broker, config, host, port)
+    }
+
+    /// The state for a listener known to clients as `host:port`.
+    pub fn with_address(
+        broker: Arc<Broker>,
+        config: Config,
+        advertised_host: String,
+        advertised_port: i32,
+    ) -> Result<KafkaState, CoreError> {
         let producers = Arc::new(Producers::open(&broker)?);
         Ok(KafkaState {
             broker,
@@ -63,7 +77,10 @@ mod tests {
 
     #[test]
     fn advertise_parses_host_and_port() {
-        assert_eq!(advertised(Some("example:19092"), None), ("example".into(), 19092));
+        assert_eq!(
+            advertised(Some("example:19092"), None),
+            ("example".into(), 19092)
+        );
         assert_eq!(advertised(Some("[::1]:9"), None), ("::1".into(), 9));
         let local = "127.0.0.1:7".parse().ok();
         assert_eq!(advertised(None, local), ("127.0.0.1".into(), 7));

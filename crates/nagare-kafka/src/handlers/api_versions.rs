@@ -54,7 +54,9 @@ mod tests {
 
     #[test]
     fn list_comes_from_the_registry() {
-        let Reply::Body(b) = encode(&response(0), 3).unwrap() else { panic!() };
+        let Reply::Body(b) = encode(&response(0), 3).unwrap() else {
+            panic!()
+        };
         let r = ApiVersionsResponse::decode(&mut b.clone(), 3).unwrap();
         assert_eq!(r.api_keys.len(), REGISTRY.len());
         let produce = r.api_keys.iter().find(|k| k.api_key == 0).unwrap();

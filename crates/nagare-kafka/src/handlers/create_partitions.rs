@@ -39,5 +39,8 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
             }
         })
         .collect();
-    encode(&CreatePartitionsResponse::default().with_results(results), req.version)
+    encode(
+        &CreatePartitionsResponse::default().with_results(results),
+        req.version,
+    )
 }

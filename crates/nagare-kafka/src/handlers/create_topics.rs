@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
 use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
 use nagare_core::{CoreError, TopicConfig};
 
@@ -25,12 +27,39 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
     let topics = request
         .topics
         .iter()
-        .map(|t| create(&state, t, request.validate_only))
+        .map(|t| create(&state, t, request.validate_only, req.version))
         .collect();
-    encode(&CreateTopicsResponse::default().with_topics(topics), req.version)
+    encode(
+        &CreateTopicsResponse::default().with_topics(topics),
+        req.version,
+    )
 }
 
-fn create(state: &KafkaState, t: &CreatableTopic, validate_only: bool) -> CreatableTopicResult {
+fn create(
+    state: &KafkaState,
+    t: &CreatableTopic,
+    validate_only: bool,
+    version: i16,
+) -> CreatableTopicResult {
+    let mut result = create_full(state, t, validate_only);
+    // Fields a version does not have must stay at their defaults for the encoder.
+    if version < 7 {
+        result = result.with_topic_id(uuid::Uuid::nil());
+    }
+    if version < 5 {
+        result = result
+            .with_num_partitions(-1)
+            .with_replication_factor(-1)
+            .with_configs(Some(Vec::new()));
+    }
+    result
+}
+
+fn create_full(
+    state: &KafkaState,
+    t: &CreatableTopic,
+    validate_only: bool,
+) -> CreatableTopicResult {
     let broker = &state.broker;
     let result = CreatableTopicResult::default().with_name(t.name.clone());
     let fail = |error_code: i16, message: String| {
@@ -44,7 +73,10 @@ fn create(state: &KafkaState, t: &CreatableTopic, validate_only: bool) -> Creata
     if t.replication_factor > 1 || t.replication_factor == 0 || t.replication_factor < -1 {
         return fail(
             code::INVALID_REPLICATION_FACTOR,
-            format!("replication factor {} but this cluster has one broker", t.replication_factor),
+            format!(
+                "replication factor {} but this cluster has one broker",
+                t.replication_factor
+            ),
         );
     }
     let partitions = if !t.assignments.is_empty() {
@@ -52,7 +84,10 @@ fn create(state: &KafkaState, t: &CreatableTopic, validate_only: bool) -> Creata
     } else if t.num_partitions == -1 {
         None
     } else if t.num_partitions <= 0 {
-        return fail(code::INVALID_PARTITIONS, format!("invalid partition count {}", t.num_partitions));
+        return fail(
+            code::INVALID_PARTITIONS,
+            format!("invalid partition count {}", t.num_partitions),
+        );
     } else {
         Some(t.num_partitions as u32)
     };
@@ -65,9 +100,12 @@ fn create(state: &KafkaState, t: &CreatableTopic, validate_only: bool) -> Creata
         }
     }
     let created: Result<(uuid::Uuid, u32), CoreError> = if validate_only {
-        broker
-            .validate_new_topic(&t.name, partitions)
-            .map(|()| (uuid::Uuid::nil(), partitions.unwrap_or(broker.config().default_partitions.max(1))))
+        broker.validate_new_topic(&t.name, partitions).map(|()| {
+            (
+                uuid::Uuid::nil(),
+                partitions.unwrap_or(broker.config().default_partitions.max(1)),
+            )
+        })
     } else {
         broker
             .create_topic(&t.name, partitions, config.clone())

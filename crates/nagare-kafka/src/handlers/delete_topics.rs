@@ -27,9 +27,14 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
             .map(|t| (t.name.as_ref().map(|n| n.to_string()), t.topic_id))
             .collect()
     } else {
-        request.topic_names.iter().map(|n| (Some(n.to_string()), Uuid::nil())).collect()
+        request
+            .topic_names
+            .iter()
+            .map(|n| (Some(n.to_string()), Uuid::nil()))
+            .collect()
     };
     let broker = &state.broker;
+    let version = req.version;
     let responses = wanted
         .into_iter()
         .map(|(name, id)| {
@@ -55,9 +60,19 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                 Ok(()) => result.with_error_code(code::NONE),
                 Err(e) => result
                     .with_error_code(core_error_code(&e))
-                    .with_error_message(Some(str_bytes(e.to_string()))),
+                    .with_error_message((version >= 5).then(|| str_bytes(e.to_string()))),
+            }
+        })
+        .map(|r| {
+            if version >= 6 {
+                r
+            } else {
+                r.with_topic_id(Uuid::nil())
             }
         })
         .collect();
-    encode(&DeleteTopicsResponse::default().with_responses(responses), req.version)
+    encode(
+        &DeleteTopicsResponse::default().with_responses(responses),
+        req.version,
+    )
 }

@@ -22,7 +22,6 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
     let node = BrokerId(state.node_id());
     let response = DescribeClusterResponse::default()
         .with_error_code(code::NONE)
-        .with_endpoint_type(1)
         .with_cluster_id(str_bytes(state.broker.cluster_id()))
         .with_controller_id(node)
         .with_brokers(vec![DescribeClusterBroker::default()

@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
 use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 
 use super::{decode, encode, str_bytes, Handler};
@@ -80,7 +82,10 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
             result.with_error_code(code::NONE).with_configs(configs)
         })
         .collect();
-    encode(&DescribeConfigsResponse::default().with_results(results), req.version)
+    encode(
+        &DescribeConfigsResponse::default().with_results(results),
+        req.version,
+    )
 }
 
 fn broker_entries(state: &KafkaState) -> Vec<(String, String, i8)> {
@@ -89,12 +94,21 @@ fn broker_entries(state: &KafkaState) -> Vec<(String, String, i8)> {
     m.insert("broker.id", c.node_id.to_string());
     m.insert("node.id", c.node_id.to_string());
     m.insert("num.partitions", c.default_partitions.to_string());
-    m.insert("auto.create.topics.enable", c.auto_create_topics.to_string());
+    m.insert(
+        "auto.create.topics.enable",
+        c.auto_create_topics.to_string(),
+    );
     m.insert("log.dirs", c.data_dir.display().to_string());
-    m.insert("socket.request.max.bytes", state.config.max_request_bytes.to_string());
+    m.insert(
+        "socket.request.max.bytes",
+        state.config.max_request_bytes.to_string(),
+    );
     m.insert("default.replication.factor", "1".to_string());
     m.insert("min.insync.replicas", "1".to_string());
-    m.insert("message.max.bytes", c.topic_defaults.max_message_bytes.to_string());
+    m.insert(
+        "message.max.bytes",
+        c.topic_defaults.max_message_bytes.to_string(),
+    );
     m.into_iter()
         .map(|(k, v)| (k.to_string(), v, STATIC_BROKER_CONFIG))
         .collect()

@@ -61,7 +61,11 @@ pub struct TopicResult {
 
 async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
     let request: FetchRequest = decode(&req)?;
-    let max_wait = Duration::from_millis(request.max_wait_ms.clamp(0, state.config.max_fetch_wait_ms as i32) as u64);
+    let max_wait = Duration::from_millis(
+        request
+            .max_wait_ms
+            .clamp(0, state.config.max_fetch_wait_ms as i32) as u64,
+    );
     let min_bytes = request.min_bytes.max(0) as u64;
     let max_bytes = (request.max_bytes.max(0) as u64).min(state.config.max_fetch_bytes as u64);
     let targets = resolve(&state, &request, req.version);
@@ -96,9 +100,15 @@ fn resolve(state: &KafkaState, request: &FetchRequest, version: i16) -> Vec<Topi
         .iter()
         .map(|t| {
             let topic = if version >= 13 {
-                broker.list_topics().into_iter().find(|x| x.id() == t.topic_id).ok_or(code::UNKNOWN_TOPIC_ID)
+                broker
+                    .list_topics()
+                    .into_iter()
+                    .find(|x| x.id() == t.topic_id)
+                    .ok_or(code::UNKNOWN_TOPIC_ID)
             } else {
-                broker.topic(&t.topic).ok_or(code::UNKNOWN_TOPIC_OR_PARTITION)
+                broker
+                    .topic(&t.topic)
+                    .ok_or(code::UNKNOWN_TOPIC_OR_PARTITION)
             };
             let partitions = t
                 .partitions
@@ -107,10 +117,11 @@ fn resolve(state: &KafkaState, request: &FetchRequest, version: i16) -> Vec<Topi
                     index: p.partition,
                     offset: p.fetch_offset,
                     max_bytes: p.partition_max_bytes.max(0) as u64,
-                    partition: topic
-                        .as_ref()
-                        .map_err(|c| *c)
-                        .and_then(|topic| topic.partition(p.partition).map_err(|e| core_error_code(&e))),
+                    partition: topic.as_ref().map_err(|c| *c).and_then(|topic| {
+                        topic
+                            .partition(p.partition)
+                            .map_err(|e| core_error_code(&e))
+                    }),
                 })
                 .collect();
             TopicTarget {
@@ -323,7 +334,10 @@ mod tests {
                     error_code: 0,
                     high_watermark: 10,
                     log_start_offset: 2,
-                    records: vec![Chunk::Mem(Bytes::from_static(b"abc")), Chunk::Mem(Bytes::from_static(b"de"))],
+                    records: vec![
+                        Chunk::Mem(Bytes::from_static(b"abc")),
+                        Chunk::Mem(Bytes::from_static(b"de")),
+                    ],
                 },
                 PartitionResult {
                     index: 1,
@@ -349,7 +363,13 @@ mod tests {
             assert_eq!(t.partitions[0].last_stable_offset, 10);
             assert_eq!(t.partitions[1].error_code, 1);
             assert_eq!(t.partitions[1].records.as_deref(), Some(&b""[..]));
-            assert_eq!(t.partitions[1].aborted_transactions.as_deref().map(|a| a.len()), Some(0));
+            assert_eq!(
+                t.partitions[1]
+                    .aborted_transactions
+                    .as_deref()
+                    .map(|a| a.len()),
+                Some(0)
+            );
         }
     }
 }

@@ -23,7 +23,11 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
     let response = InitProducerIdResponse::default()
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
-    let response = if request.transactional_id.as_ref().is_some_and(|t| !t.is_empty()) {
+    let response = if request
+        .transactional_id
+        .as_ref()
+        .is_some_and(|t| !t.is_empty())
+    {
         response.with_error_code(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     } else {
         let current = (request.producer_id.0 >= 0 && request.producer_epoch >= 0)

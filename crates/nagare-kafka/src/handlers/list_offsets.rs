@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
 use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 use nagare_core::Partition;
 
@@ -34,7 +36,8 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                 .partitions
                 .iter()
                 .map(|p| {
-                    let answer = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
+                    let answer = ListOffsetsPartitionResponse::default()
+                        .with_partition_index(p.partition_index);
                     match state.broker.partition(&t.name, p.partition_index) {
                         Ok(partition) => {
                             let (offset, timestamp) = lookup(&partition, p.timestamp);
@@ -42,7 +45,7 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                                 .with_error_code(code::NONE)
                                 .with_offset(offset)
                                 .with_timestamp(timestamp)
-                                .with_leader_epoch(0)
+                                .with_leader_epoch(if req.version >= 4 { 0 } else { -1 })
                         }
                         Err(e) => answer
                             .with_error_code(core_error_code(&e))
@@ -51,10 +54,15 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                     }
                 })
                 .collect();
-            ListOffsetsTopicResponse::default().with_name(t.name).with_partitions(partitions)
+            ListOffsetsTopicResponse::default()
+                .with_name(t.name)
+                .with_partitions(partitions)
         })
         .collect();
-    encode(&ListOffsetsResponse::default().with_topics(topics), req.version)
+    encode(
+        &ListOffsetsResponse::default().with_topics(topics),
+        req.version,
+    )
 }
 
 /// (offset, timestamp) for one query; (-1, -1) when nothing matches.

@@ -35,7 +35,7 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
     let mut topics = Vec::new();
     if all {
         for t in broker.list_topics() {
-            topics.push(describe(&t, node));
+            topics.push(describe(&t, node, req.version));
         }
     } else {
         for wanted in request.topics.iter().flatten() {
@@ -45,7 +45,9 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                     let result = if auto_create {
                         broker.topic_or_create(name)
                     } else {
-                        broker.topic(name).ok_or_else(|| CoreError::UnknownTopic(name.to_string()))
+                        broker
+                            .topic(name)
+                            .ok_or_else(|| CoreError::UnknownTopic(name.to_string()))
                     };
                     result.map_err(|e| (core_error_code(&e), Some(name.to_string()), Uuid::nil()))
                 }
@@ -56,11 +58,11 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                     .ok_or((code::UNKNOWN_TOPIC_ID, None, wanted.topic_id)),
             };
             topics.push(match found {
-                Ok(t) => describe(&t, node),
+                Ok(t) => describe(&t, node, req.version),
                 Err((error_code, name, id)) => MetadataResponseTopic::default()
                     .with_error_code(error_code)
                     .with_name(name.map(|n| TopicName(str_bytes(n))))
-                    .with_topic_id(id),
+                    .with_topic_id(if req.version >= 10 { id } else { Uuid::nil() }),
             });
         }
     }
@@ -69,13 +71,13 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
             .with_node_id(node)
             .with_host(str_bytes(state.advertised_host.clone()))
             .with_port(state.advertised_port)])
-        .with_cluster_id(Some(str_bytes(broker.cluster_id())))
-        .with_controller_id(node)
+        .with_cluster_id((req.version >= 2).then(|| str_bytes(broker.cluster_id())))
+        .with_controller_id(if req.version >= 1 { node } else { BrokerId(-1) })
         .with_topics(topics);
     encode(&response, req.version)
 }
 
-fn describe(topic: &Topic, node: BrokerId) -> MetadataResponseTopic {
+fn describe(topic: &Topic, node: BrokerId, version: i16) -> MetadataResponseTopic {
     let partitions = topic
         .partitions()
         .iter()
@@ -83,13 +85,17 @@ fn describe(topic: &Topic, node: BrokerId) -> MetadataResponseTopic {
             MetadataResponsePartition::default()
                 .with_partition_index(p.index())
                 .with_leader_id(node)
-                .with_leader_epoch(0)
+                .with_leader_epoch(if version >= 7 { 0 } else { -1 })
                 .with_replica_nodes(vec![node])
                 .with_isr_nodes(vec![node])
         })
         .collect();
     MetadataResponseTopic::default()
         .with_name(Some(TopicName(str_bytes(topic.name()))))
-        .with_topic_id(topic.id())
+        .with_topic_id(if version >= 10 {
+            topic.id()
+        } else {
+            Uuid::nil()
+        })
         .with_partitions(partitions)
 }

@@ -72,14 +72,18 @@ pub fn find(key: i16) -> Option<&'static Handler> {
 /// Decodes the request body as `T` at the request's version.
 pub fn decode<T: Decodable>(req: &ParsedRequest) -> Result<T, KafkaError> {
     let mut body = req.body.clone();
-    T::decode(&mut body, req.version).map_err(|e| KafkaError::Malformed(format!("{:?} v{}: {e}", req.api_key, req.version)))
+    T::decode(&mut body, req.version)
+        .map_err(|e| KafkaError::Malformed(format!("{:?} v{}: {e}", req.api_key, req.version)))
 }
 
 /// Encodes a response body at `version`.
 pub fn encode<T: Encodable>(msg: &T, version: i16) -> Result<Reply, KafkaError> {
-    let size = msg.compute_size(version).map_err(|e| KafkaError::Encode(e.to_string()))?;
+    let size = msg
+        .compute_size(version)
+        .map_err(|e| KafkaError::Encode(e.to_string()))?;
     let mut buf = BytesMut::with_capacity(size);
-    msg.encode(&mut buf, version).map_err(|e| KafkaError::Encode(e.to_string()))?;
+    msg.encode(&mut buf, version)
+        .map_err(|e| KafkaError::Encode(e.to_string()))?;
     Ok(Reply::Body(buf.freeze()))
 }
 
@@ -107,3 +111,6 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
 }
+
+#[cfg(test)]
+mod tests;

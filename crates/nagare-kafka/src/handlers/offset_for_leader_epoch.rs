@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
+use kafka_protocol::messages::offset_for_leader_epoch_response::{
+    EpochEndOffset, OffsetForLeaderTopicResult,
+};
 use kafka_protocol::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
 use super::{decode, encode, Handler};
@@ -41,8 +43,13 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                     }
                 })
                 .collect();
-            OffsetForLeaderTopicResult::default().with_topic(t.topic).with_partitions(partitions)
+            OffsetForLeaderTopicResult::default()
+                .with_topic(t.topic)
+                .with_partitions(partitions)
         })
         .collect();
-    encode(&OffsetForLeaderEpochResponse::default().with_topics(topics), req.version)
+    encode(
+        &OffsetForLeaderEpochResponse::default().with_topics(topics),
+        req.version,
+    )
 }

@@ -51,30 +51,42 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
         -1 => Some(AckLevel::Durable),
         _ => None,
     };
-    let transactional = request.transactional_id.as_ref().is_some_and(|t| !t.is_empty());
+    let transactional = request
+        .transactional_id
+        .as_ref()
+        .is_some_and(|t| !t.is_empty());
     let mut topics = Vec::with_capacity(request.topic_data.len());
     for topic in request.topic_data {
         let name: String = topic.name.to_string();
-        let work: Vec<_> = topic.partition_data.into_iter().map(|p| {
-            let state = state.clone();
-            let name = name.clone();
-            async move {
-                let outcome = match ack {
-                    None => Outcome::error(code::INVALID_REQUIRED_ACKS, "acks must be 0, 1 or -1"),
-                    Some(_) if transactional => Outcome::error(
-                        code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                        "transactions are not supported",
-                    ),
-                    Some(ack) => produce_partition(&state, &name, p.index, p.records, ack).await,
-                };
-                (p.index, outcome)
-            }
-        }).collect();
+        let work: Vec<_> = topic
+            .partition_data
+            .into_iter()
+            .map(|p| {
+                let state = state.clone();
+                let name = name.clone();
+                async move {
+                    let outcome = match ack {
+                        None => {
+                            Outcome::error(code::INVALID_REQUIRED_ACKS, "acks must be 0, 1 or -1")
+                        }
+                        Some(_) if transactional => Outcome::error(
+                            code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                            "transactions are not supported",
+                        ),
+                        Some(ack) => {
+                            produce_partition(&state, &name, p.index, p.records, ack).await
+                        }
+                    };
+                    (p.index, outcome)
+                }
+            })
+            .collect();
         topics.push((name, join_all(work).await));
     }
     if request.acks == 0 {
         return Ok(Reply::Nothing);
     }
+    let version = req.version;
     let responses = topics
         .into_iter()
         .map(|(name, parts)| {
@@ -89,14 +101,23 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                                 .with_error_code(o.error_code)
                                 .with_base_offset(o.base_offset)
                                 .with_log_append_time_ms(-1)
-                                .with_log_start_offset(o.log_start_offset)
-                                .with_error_message(o.message.map(str_bytes))
+                                .with_log_start_offset(if version >= 5 {
+                                    o.log_start_offset
+                                } else {
+                                    -1
+                                })
+                                .with_error_message(
+                                    o.message.filter(|_| version >= 8).map(str_bytes),
+                                )
                         })
                         .collect(),
                 )
         })
         .collect();
-    encode(&ProduceResponse::default().with_responses(responses), req.version)
+    encode(
+        &ProduceResponse::default().with_responses(responses),
+        req.version,
+    )
 }
 
 async fn produce_partition(
@@ -126,7 +147,10 @@ async fn produce_partition(
     if let Some(big) = ranges.iter().find(|r| r.len() > limit) {
         return Outcome::error(
             code::MESSAGE_TOO_LARGE,
-            format!("batch of {} bytes exceeds max.message.bytes {limit}", big.len()),
+            format!(
+                "batch of {} bytes exceeds max.message.bytes {limit}",
+                big.len()
+            ),
         );
     }
     let mut base_offset = -1;
