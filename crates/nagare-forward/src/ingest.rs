@@ -6,6 +6,7 @@
 //! the epoch (decimal text). All events of one request (a whole PackedForward chunk)
 //! become one record batch and one append; a chunk whose batch would exceed the topic's
 //! `max_message_bytes` is split into several batches, all appended before the ack.
+//! Batches are written directly ([`crate::batch`]) rather than through `NewRecord`.
 //!
 //! Everything goes to partition 0 of the topic: one tag's events then stay in the order
 //! the sender emitted them, which is what log readers expect.
@@ -13,10 +14,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use nagare_core::log::batch::NewRecord;
+use bytes::{Bytes, BytesMut};
 use nagare_core::{AckLevel, Broker, CoreError, Partition};
 
+use crate::batch::{BatchWriter, HEADER_LEN};
 use crate::config::Format;
 use crate::decode::Request;
 use crate::error::DecodeError;
@@ -26,10 +27,11 @@ use crate::route::{Router, Target};
 pub const TAG_HEADER: &str = "fluent.tag";
 pub const TIME_HEADER: &str = "fluent.time_ns";
 
-/// Bytes of batch header plus a margin for record framing we do not count exactly.
-const BATCH_OVERHEAD: usize = 61 + 64;
-/// Per-record framing (attributes, varints, header keys) over the value and header values.
-const RECORD_OVERHEAD: usize = 48;
+/// Kept free below `max_message_bytes` (the log's framing checks).
+const BATCH_MARGIN: usize = 64;
+/// Upper bound of a record's framing (length, attributes, varints, header names) beyond
+/// its value and header values.
+const RECORD_OVERHEAD: usize = 64;
 
 /// Per-tag routing decisions are cached per connection; a sender rarely uses many tags,
 /// and the bound keeps a tag-spraying client from growing it without limit.
@@ -68,8 +70,8 @@ pub struct Ingest {
     broker: Arc<Broker>,
     router: Arc<Router>,
     cache: HashMap<Bytes, Resolved>,
-    /// Reused scratch for record values (JSON) and header texts.
-    arena: Vec<u8>,
+    /// Reused scratch for one record's JSON text.
+    json: Vec<u8>,
     pub events: u64,
 }
 
@@ -79,7 +81,7 @@ impl Ingest {
             broker,
             router,
             cache: HashMap::new(),
-            arena: Vec::new(),
+            json: Vec::with_capacity(1024),
             events: 0,
         }
     }
@@ -130,34 +132,19 @@ impl Ingest {
         if req.entries.is_empty() {
             return Ok(Pending { sync: None });
         }
-        let records = self.build(req, format)?;
-        let core = |source| IngestError::Core {
-            topic: partition.topic().to_string(),
-            source,
-        };
+        let batches = self.build(req, format, max_batch)?;
         let mut last = -1;
-        let budget = max_batch.saturating_sub(BATCH_OVERHEAD).max(1);
-        let mut start = 0;
-        let mut size = 0;
-        for (i, r) in records.iter().enumerate() {
-            let rs = record_size(r);
-            if i > start && size + rs > budget {
-                let info = partition
-                    .append_records(&records[start..i], AckLevel::None)
-                    .await
-                    .map_err(core)?;
-                last = info.last_offset;
-                start = i;
-                size = 0;
-            }
-            size += rs;
+        for batch in batches {
+            let info = partition
+                .append(batch, AckLevel::None)
+                .await
+                .map_err(|source| IngestError::Core {
+                    topic: partition.topic().to_string(),
+                    source,
+                })?;
+            last = last.max(info.last_offset);
         }
-        let info = partition
-            .append_records(&records[start..], AckLevel::None)
-            .await
-            .map_err(core)?;
-        last = last.max(info.last_offset);
-        self.events += records.len() as u64;
+        self.events += req.entries.len() as u64;
         let level = if durable {
             AckLevel::Durable
         } else {
@@ -169,79 +156,55 @@ impl Ingest {
         Ok(Pending { sync })
     }
 
-    /// One record per event; values and header texts share one buffer, sliced without
-    /// copying.
-    fn build(&mut self, req: &Request, format: Format) -> Result<Vec<NewRecord>, DecodeError> {
-        let arena = &mut self.arena;
-        arena.clear();
-        let per_event = if format == Format::Json { 24 } else { 20 };
-        arena.reserve(
-            req.entries.len() * per_event
-                + if format == Format::Json {
-                    req.source.len() + req.source.len() / 4
-                } else {
-                    0
-                },
-        );
-        // (value range in arena or None for msgpack, time range)
-        let mut spans = Vec::with_capacity(req.entries.len());
+    /// The request's events as record batches: one, unless it would exceed the topic's
+    /// `max_message_bytes`.
+    fn build(
+        &mut self,
+        req: &Request,
+        format: Format,
+        max_batch: usize,
+    ) -> Result<Vec<BytesMut>, DecodeError> {
+        let budget = max_batch.saturating_sub(BATCH_MARGIN).max(HEADER_LEN + 1);
+        let estimate =
+            (req.source.len() + req.source.len() / 4 + req.entries.len() * 64).min(budget);
+        let mut batches = Vec::with_capacity(1);
+        let mut w = BatchWriter::new(estimate);
+        let json = &mut self.json;
         for e in &req.entries {
-            let value = if format == Format::Json {
-                let s = arena.len();
-                write_json(&req.source[e.record.clone()], arena)?;
-                s..arena.len()
-            } else {
-                0..0
+            let record = &req.source[e.record.clone()];
+            let value: &[u8] = match format {
+                Format::Json => {
+                    json.clear();
+                    write_json(record, json)?;
+                    json
+                }
+                Format::Msgpack => record,
             };
-            let t = arena.len();
-            push_i128(arena, e.time.total_nanos());
-            spans.push((value, t..arena.len()));
+            let mut digits = [0u8; 40];
+            let ns = fmt_i128(&mut digits, e.time.total_nanos());
+            let size = RECORD_OVERHEAD + value.len() + req.tag.len() + ns.len();
+            if !w.is_empty() && w.len() + size > budget {
+                batches.push(std::mem::replace(&mut w, BatchWriter::new(estimate)).finish());
+            }
+            w.push(
+                e.time.millis(),
+                value,
+                &[(TAG_HEADER, &req.tag), (TIME_HEADER, ns)],
+            );
         }
-        let shared = Bytes::copy_from_slice(arena);
-        // Keep the grown buffer for the next request on this connection, but not a
-        // huge one a single large chunk left behind.
-        if arena.capacity() > 8 << 20 {
-            *arena = Vec::new();
-        }
-        let tag = req.tag.clone();
-        Ok(req
-            .entries
-            .iter()
-            .zip(spans)
-            .map(|(e, (value, time))| NewRecord {
-                key: None,
-                value: Some(if format == Format::Json {
-                    shared.slice(value)
-                } else {
-                    req.source.slice(e.record.clone())
-                }),
-                headers: vec![
-                    (TAG_HEADER.to_string(), Some(tag.clone())),
-                    (TIME_HEADER.to_string(), Some(shared.slice(time))),
-                ],
-                timestamp: e.time.millis(),
-            })
-            .collect())
+        batches.push(w.finish());
+        Ok(batches)
     }
 }
 
-fn record_size(r: &NewRecord) -> usize {
-    RECORD_OVERHEAD
-        + r.value.as_ref().map_or(0, |v| v.len())
-        + r.headers
-            .iter()
-            .map(|(k, v)| k.len() + v.as_ref().map_or(0, |v| v.len()))
-            .sum::<usize>()
-}
-
-fn push_i128(out: &mut Vec<u8>, v: i128) {
-    let mut tmp = [0u8; 40];
-    let mut i = tmp.len();
+/// Decimal digits of `v` in `buf`.
+fn fmt_i128(buf: &mut [u8; 40], v: i128) -> &[u8] {
+    let mut i = buf.len();
     let neg = v < 0;
     let mut u = v.unsigned_abs();
     loop {
         i -= 1;
-        tmp[i] = b'0' + (u % 10) as u8;
+        buf[i] = b'0' + (u % 10) as u8;
         u /= 10;
         if u == 0 {
             break;
@@ -249,9 +212,9 @@ fn push_i128(out: &mut Vec<u8>, v: i128) {
     }
     if neg {
         i -= 1;
-        tmp[i] = b'-';
+        buf[i] = b'-';
     }
-    out.extend_from_slice(&tmp[i..]);
+    &buf[i..]
 }
 
 /// The reply to a request that carried `chunk`: `{"ack": <chunk>}` with the chunk value

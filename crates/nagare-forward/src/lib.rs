@@ -10,6 +10,7 @@
 //! batch per request ([`ingest`]). The decoder ([`decode`]) is sans-io and bounded.
 
 pub mod auth;
+pub mod batch;
 pub mod config;
 mod conn;
 pub mod decode;

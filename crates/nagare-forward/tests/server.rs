@@ -317,3 +317,34 @@ async fn udp_heartbeat_is_answered() {
         .unwrap();
     assert_eq!(&b[..n], &[0u8]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunk_larger_than_max_message_bytes_is_split_and_acked_once() {
+    let srv = start(Config::default()).await;
+    let topic_config = nagare_core::TopicConfig {
+        max_message_bytes: 10_000,
+        ..nagare_core::TopicConfig::default()
+    };
+    srv.broker
+        .create_topic("small", Some(1), topic_config)
+        .unwrap();
+    let entries: Vec<u8> = (0..1000)
+        .flat_map(|i| pack(&V::Array(vec![V::from(1_700_000_000 + i), rec(i as i64)])))
+        .collect();
+    let mut s = TcpStream::connect(srv.addr).await.unwrap();
+    s.write_all(&pack(&V::Array(vec![
+        V::from("small"),
+        V::Binary(entries),
+        V::Map(vec![(V::from("chunk"), V::from("big"))]),
+    ])))
+    .await
+    .unwrap();
+    assert_eq!(read_value(&mut s).await["ack"].as_str(), Some("big"));
+    let p = srv.broker.partition("small", 0).unwrap();
+    let batches = p.log().read_batches(0, u64::MAX >> 1).unwrap();
+    assert!(batches.len() > 5, "{} batches", batches.len());
+    assert!(batches.iter().all(|b| b.len() <= 10_000));
+    let recs = records(&srv.broker, "small");
+    assert_eq!(recs.len(), 1000);
+    assert!(recs.iter().enumerate().all(|(i, r)| r.offset == i as i64));
+}
