@@ -6,10 +6,11 @@
 //! the record data of fetch responses.
 
 pub mod client;
-mod codec;
+pub mod codec;
 mod connection;
 pub mod errors;
 pub mod handlers;
+mod guard;
 mod output;
 mod state;
 

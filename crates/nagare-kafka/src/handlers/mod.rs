@@ -69,8 +69,11 @@ pub fn find(key: i16) -> Option<&'static Handler> {
     REGISTRY.iter().find(|h| h.key as i16 == key)
 }
 
-/// Decodes the request body as `T` at the request's version.
+/// Decodes the request body as `T` at the request's version, after the allocation guard
+/// has walked it (see `crate::guard`).
 pub fn decode<T: Decodable>(req: &ParsedRequest) -> Result<T, KafkaError> {
+    crate::guard::check(req.api_key, &req.body, req.version)
+        .map_err(|e| KafkaError::Malformed(format!("{:?} v{}: {e}", req.api_key, req.version)))?;
     let mut body = req.body.clone();
     T::decode(&mut body, req.version)
         .map_err(|e| KafkaError::Malformed(format!("{:?} v{}: {e}", req.api_key, req.version)))
@@ -99,6 +102,7 @@ pub fn str_bytes(s: impl Into<String>) -> StrBytes {
 
 /// Decodes any request body we implement and drops it (fuzzing entry point).
 pub fn decode_any(req: &ParsedRequest) -> Result<(), KafkaError> {
+    crate::guard::check(req.api_key, &req.body, req.version).map_err(KafkaError::Malformed)?;
     let mut body: Bytes = req.body.clone();
     kafka_protocol::messages::RequestKind::decode(req.api_key, &mut body, req.version)
         .map(|_| ())
