@@ -1,6 +1,12 @@
 //! `nagare produce` and `nagare consume`: minimal Kafka-protocol clients of a running broker.
 
+use std::io::{BufRead, Write};
+
+use anyhow::{bail, Context};
+use bytes::Bytes;
 use clap::Args;
+use nagare_kafka::client::Connection;
+use nagare_log::batch::{build_batch, decode_records, NewRecord};
 
 #[derive(Debug, Args)]
 pub struct ProduceArgs {
@@ -34,10 +40,116 @@ pub struct ConsumeArgs {
     pub count: Option<u64>,
 }
 
-pub fn produce(_args: ProduceArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`nagare produce` arrives with the Kafka front end")
+/// Lines per produced batch.
+const LINES_PER_BATCH: usize = 1000;
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
 }
 
-pub fn consume(_args: ConsumeArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`nagare consume` arrives with the Kafka front end")
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Each line of standard input becomes one record (acks=all); prints the offsets.
+pub fn produce(args: ProduceArgs) -> anyhow::Result<()> {
+    runtime()?.block_on(async move {
+        let mut conn = Connection::connect(&args.bootstrap)
+            .await
+            .with_context(|| format!("connecting to {}", args.bootstrap))?;
+        conn.ensure_topic(&args.topic).await?;
+        let stdin = std::io::stdin();
+        let mut lines = stdin.lock().lines();
+        let mut total = 0u64;
+        loop {
+            let mut records = Vec::new();
+            for line in lines.by_ref().take(LINES_PER_BATCH) {
+                records.push(NewRecord {
+                    key: None,
+                    value: Some(Bytes::from(line?)),
+                    headers: Vec::new(),
+                    timestamp: now_ms(),
+                });
+            }
+            if records.is_empty() {
+                break;
+            }
+            let n = records.len() as u64;
+            let answer = conn
+                .produce(
+                    &args.topic,
+                    args.partition,
+                    build_batch(&records).freeze(),
+                    -1,
+                )
+                .await?
+                .context("no produce answer")?;
+            if answer.error_code != 0 {
+                bail!("produce failed with Kafka error code {}", answer.error_code);
+            }
+            eprintln!(
+                "{n} record(s) at offsets {}..{}",
+                answer.base_offset,
+                answer.base_offset + n as i64 - 1
+            );
+            total += n;
+        }
+        eprintln!(
+            "produced {total} record(s) to {}/{}",
+            args.topic, args.partition
+        );
+        Ok(())
+    })
+}
+
+/// Prints record values, one per line, from `--offset` (default: the earliest) until the
+/// end of the partition or `--count` records.
+pub fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
+    runtime()?.block_on(async move {
+        let mut conn = Connection::connect(&args.bootstrap)
+            .await
+            .with_context(|| format!("connecting to {}", args.bootstrap))?;
+        let mut offset = match args.offset {
+            Some(o) => o,
+            None => conn.list_offset(&args.topic, args.partition, -2).await?,
+        };
+        let end = conn.list_offset(&args.topic, args.partition, -1).await?;
+        let mut printed = 0u64;
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        loop {
+            if args.count.is_some_and(|c| printed >= c) || (args.count.is_none() && offset >= end) {
+                break;
+            }
+            let f = conn
+                .fetch(&args.topic, args.partition, offset, 1 << 20, 1000)
+                .await?;
+            if f.error_code != 0 {
+                bail!("fetch failed with Kafka error code {}", f.error_code);
+            }
+            let mut at = 0usize;
+            while f.records.len() - at >= 12 {
+                let len = i32::from_be_bytes(f.records[at + 8..at + 12].try_into()?) as usize + 12;
+                if at + len > f.records.len() {
+                    break;
+                }
+                for r in decode_records(&f.records[at..at + len])? {
+                    if r.offset < offset || args.count.is_some_and(|c| printed >= c) {
+                        continue;
+                    }
+                    out.write_all(r.value.as_deref().unwrap_or_default())?;
+                    out.write_all(b"\n")?;
+                    printed += 1;
+                    offset = r.offset + 1;
+                }
+                at += len;
+            }
+        }
+        out.flush()?;
+        Ok(())
+    })
 }
