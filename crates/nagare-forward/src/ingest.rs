@@ -19,7 +19,7 @@ use nagare_core::{AckLevel, Broker, CoreError, Partition};
 
 use crate::batch::{BatchWriter, HEADER_LEN};
 use crate::config::Format;
-use crate::decode::Request;
+use crate::decode::{EventTime, Request};
 use crate::error::DecodeError;
 use crate::json::write_json;
 use crate::route::{Router, Target};
@@ -181,7 +181,7 @@ impl Ingest {
                 Format::Msgpack => record,
             };
             let mut digits = [0u8; 40];
-            let ns = fmt_i128(&mut digits, e.time.total_nanos());
+            let ns = fmt_nanos(&mut digits, e.time);
             let size = RECORD_OVERHEAD + value.len() + req.tag.len() + ns.len();
             if !w.is_empty() && w.len() + size > budget {
                 batches.push(std::mem::replace(&mut w, BatchWriter::new(estimate)).finish());
@@ -195,6 +195,29 @@ impl Ingest {
         batches.push(w.finish());
         Ok(batches)
     }
+}
+
+/// Decimal nanoseconds since the epoch. u64 arithmetic when it fits (until 2554):
+/// 128-bit division by 10 is a slow library call, and this runs for every event.
+fn fmt_nanos(buf: &mut [u8; 40], t: EventTime) -> &[u8] {
+    if let Some(ns) = u64::try_from(t.secs)
+        .ok()
+        .and_then(|s| s.checked_mul(1_000_000_000))
+        .and_then(|s| s.checked_add(t.nanos as u64))
+    {
+        let mut i = buf.len();
+        let mut u = ns;
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (u % 10) as u8;
+            u /= 10;
+            if u == 0 {
+                break;
+            }
+        }
+        return &buf[i..];
+    }
+    fmt_i128(buf, t.total_nanos())
 }
 
 /// Decimal digits of `v` in `buf`.
@@ -222,4 +245,25 @@ fn fmt_i128(buf: &mut [u8; 40], v: i128) -> &[u8] {
 pub fn ack_bytes(out: &mut Vec<u8>, chunk: &[u8]) {
     out.extend_from_slice(&[0x81, 0xa3, b'a', b'c', b'k']);
     out.extend_from_slice(chunk);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nanos_text_for_every_range() {
+        let mut b = [0u8; 40];
+        let t = |secs, nanos| EventTime { secs, nanos };
+        assert_eq!(
+            fmt_nanos(&mut b, t(1_700_000_000, 5)),
+            b"1700000000000000005"
+        );
+        assert_eq!(fmt_nanos(&mut b, t(0, 0)), b"0");
+        assert_eq!(fmt_nanos(&mut b, t(-1, 500_000_000)), b"-500000000");
+        assert_eq!(
+            fmt_nanos(&mut b, t(i64::MAX, 0)),
+            (i64::MAX as i128 * 1_000_000_000).to_string().as_bytes()
+        );
+    }
 }

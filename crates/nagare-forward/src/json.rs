@@ -88,7 +88,7 @@ fn push_u64(out: &mut Vec<u8>, mut u: u64) {
             break;
         }
     }
-    out.extend_from_slice(&tmp[i..]);
+    extend_small(out, &tmp[i..]);
 }
 
 fn push_i64(out: &mut Vec<u8>, i: i64) {
@@ -107,46 +107,74 @@ fn push_f64(out: &mut Vec<u8>, f: f64) {
     }
 }
 
-/// A JSON string literal; runs of bytes that need no escaping are copied at once.
+/// A JSON string literal. One pass escapes and notes whether any byte is non-ASCII;
+/// only then is the text checked as UTF-8 (and rewritten lossily if it is not).
 pub fn push_str(out: &mut Vec<u8>, s: &[u8]) {
-    match std::str::from_utf8(s) {
-        Ok(s) => push_escaped(out, s.as_bytes()),
-        Err(_) => push_escaped(out, String::from_utf8_lossy(s).as_bytes()),
+    let mark = out.len();
+    if push_escaped(out, s) && std::str::from_utf8(s).is_err() {
+        out.truncate(mark);
+        push_escaped(out, String::from_utf8_lossy(s).as_bytes());
     }
 }
 
-fn push_escaped(out: &mut Vec<u8>, s: &[u8]) {
+/// Bytes that JSON strings must escape.
+static ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+/// Short runs are pushed byte by byte: records are mostly short strings, and a memmove
+/// call per run cost more than the copy.
+fn extend_small(out: &mut Vec<u8>, s: &[u8]) {
+    if s.len() <= 16 {
+        for &b in s {
+            out.push(b);
+        }
+    } else {
+        out.extend_from_slice(s);
+    }
+}
+
+/// Writes the escaped literal; returns whether any byte was non-ASCII.
+fn push_escaped(out: &mut Vec<u8>, s: &[u8]) -> bool {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.reserve(s.len() + 2);
     out.push(b'"');
     let mut start = 0;
+    let mut high = 0u8;
     for (i, &b) in s.iter().enumerate() {
-        let esc: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x00..=0x1f => b"",
-            _ => continue,
-        };
-        out.extend_from_slice(&s[start..i]);
-        if esc.is_empty() {
-            out.extend_from_slice(&[
+        high |= b;
+        if !ESCAPE[b as usize] {
+            continue;
+        }
+        extend_small(out, &s[start..i]);
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            _ => out.extend_from_slice(&[
                 b'\\',
                 b'u',
                 b'0',
                 b'0',
                 HEX[(b >> 4) as usize],
                 HEX[(b & 15) as usize],
-            ]);
-        } else {
-            out.extend_from_slice(esc);
+            ]),
         }
         start = i + 1;
     }
-    out.extend_from_slice(&s[start..]);
+    extend_small(out, &s[start..]);
     out.push(b'"');
+    high >= 0x80
 }
 
 #[cfg(test)]
