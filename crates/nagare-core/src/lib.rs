@@ -12,6 +12,7 @@ pub mod groups;
 mod maintenance;
 mod partition;
 pub mod producers;
+pub mod queues;
 mod topic;
 mod topic_name;
 mod topic_store;

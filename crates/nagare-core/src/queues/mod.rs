@@ -1,0 +1,236 @@
+//! Persistent queues with competing consumers (what STOMP's `/queue/Q` needs), kept in the
+//! log engine: the messages of queue `Q` are the records of topic `queue.<Q>` (one
+//! partition; readable by Kafka consumers too), and which of them are acknowledged is kept
+//! in the internal log `__nagare_queues-0`, replayed on start.
+//!
+//! Each queue has one shared cursor over its topic, a set of in-flight messages per
+//! consumer bounded by the consumer's prefetch, and requeued messages that go out again
+//! first, flagged as redelivered. Consumers are [`QueueSink`]s: the dispatcher hands them
+//! messages without blocking and never more than their credit. No wire formats here.
+
+mod persist;
+mod queue;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use nagare_log::batch::{decode_records, NewRecord};
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+pub use queue::{ConsumerId, Delivery, Queue, QueueSink};
+
+use crate::{AckLevel, Broker, CoreError, Partition};
+use persist::StateOp;
+
+/// The internal log holding acknowledgement state (`DATA/__nagare_queues-0`).
+pub const STATE_LOG: &str = "queues";
+/// Topics backing queues are named `queue.<sanitized queue name>`.
+pub const TOPIC_PREFIX: &str = "queue.";
+
+/// Acknowledgement state of one queue: everything below `floor` is acknowledged, and so
+/// is every offset in `above`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct AckState {
+    pub floor: i64,
+    pub above: BTreeSet<i64>,
+}
+
+impl AckState {
+    pub fn is_acked(&self, offset: i64) -> bool {
+        offset < self.floor || self.above.contains(&offset)
+    }
+
+    pub fn ack(&mut self, offset: i64) {
+        if offset < self.floor {
+            return;
+        }
+        self.above.insert(offset);
+        while self.above.remove(&self.floor) {
+            self.floor += 1;
+        }
+    }
+}
+
+/// Every queue of a broker, and the writer of their acknowledgement state.
+pub struct Queues {
+    broker: Arc<Broker>,
+    state_log: Arc<Partition>,
+    queues: Mutex<HashMap<String, Arc<Queue>>>,
+    /// State replayed from the internal log for queues not opened yet.
+    replayed: Mutex<HashMap<String, AckState>>,
+    /// Acknowledgements not yet written to the internal log, batched by the persister.
+    pending: Mutex<Vec<(Arc<str>, i64)>>,
+    wake: Notify,
+}
+
+impl Queues {
+    /// Replays the acknowledgement log, rewrites it as one snapshot per queue (so it does
+    /// not grow across restarts) and starts the background writer. Needs a tokio runtime.
+    pub fn open(broker: Arc<Broker>) -> Result<Arc<Queues>, CoreError> {
+        let state_log = broker.internal_log(STATE_LOG)?;
+        let replayed = replay(&state_log)?;
+        let queues = Arc::new(Queues {
+            broker,
+            state_log,
+            queues: Mutex::new(HashMap::new()),
+            replayed: Mutex::new(replayed),
+            pending: Mutex::new(Vec::new()),
+            wake: Notify::new(),
+        });
+        queues.compact()?;
+        tokio::spawn(persister(Arc::downgrade(&queues)));
+        Ok(queues)
+    }
+
+    /// The queue `name`, opened (and its topic created) on first use.
+    pub fn queue(self: &Arc<Self>, name: &str) -> Result<Arc<Queue>, CoreError> {
+        if let Some(q) = self.queues.lock().get(name) {
+            return Ok(q.clone());
+        }
+        let topic_name = topic_for(name);
+        let topic = match self.broker.topic(&topic_name) {
+            Some(t) => t,
+            None => {
+                let config = crate::TopicConfig {
+                    // Unacknowledged messages must not expire; acknowledged ones are
+                    // dropped by the queue itself.
+                    retention_ms: -1,
+                    ..self.broker.config().topic_defaults.clone()
+                };
+                match self.broker.create_topic(&topic_name, Some(1), config) {
+                    Ok(t) => t,
+                    Err(CoreError::TopicExists(_)) => self
+                        .broker
+                        .topic(&topic_name)
+                        .ok_or(CoreError::UnknownTopic(topic_name.clone()))?,
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        let partition = topic.partition(0)?;
+        let mut map = self.queues.lock();
+        if let Some(q) = map.get(name) {
+            return Ok(q.clone());
+        }
+        let acks = self.replayed.lock().remove(name).unwrap_or_default();
+        let q = Queue::new(name, partition, acks, Arc::downgrade(self));
+        map.insert(name.to_string(), q.clone());
+        Ok(q)
+    }
+
+    /// Writes every pending acknowledgement now (on shutdown).
+    pub async fn flush(&self) -> Result<(), CoreError> {
+        let records = self.take_pending();
+        if !records.is_empty() {
+            self.state_log
+                .append_records(&records, AckLevel::Durable)
+                .await?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn record_acks(&self, queue: &Arc<str>, offsets: &[i64]) {
+        if offsets.is_empty() {
+            return;
+        }
+        let mut p = self.pending.lock();
+        p.extend(offsets.iter().map(|&o| (queue.clone(), o)));
+        drop(p);
+        self.wake.notify_one();
+    }
+
+    fn take_pending(&self) -> Vec<NewRecord> {
+        let pending = std::mem::take(&mut *self.pending.lock());
+        let mut by_queue: HashMap<Arc<str>, Vec<i64>> = HashMap::new();
+        for (q, o) in pending {
+            by_queue.entry(q).or_default().push(o);
+        }
+        let now = now_ms();
+        by_queue
+            .into_iter()
+            .map(|(q, offsets)| StateOp::Acked(offsets).to_record(&q, now))
+            .collect()
+    }
+
+    /// Replaces the history in the state log with one snapshot per queue.
+    fn compact(&self) -> Result<(), CoreError> {
+        let log = self.state_log.log();
+        let start = log.log_start_offset();
+        let end = log.log_end_offset();
+        if end - start < 2 {
+            return Ok(());
+        }
+        let now = now_ms();
+        let records: Vec<NewRecord> = self
+            .replayed
+            .lock()
+            .iter()
+            .map(|(q, s)| StateOp::Snapshot(s.clone()).to_record(q, now))
+            .collect();
+        if !records.is_empty() {
+            let mut batch = nagare_log::batch::build_batch(&records);
+            log.append(&mut batch)?;
+            log.sync_to(log.log_end_offset())?;
+        }
+        log.delete_records_before(end)?;
+        Ok(())
+    }
+}
+
+/// The topic holding queue `name`'s messages.
+pub fn topic_for(name: &str) -> String {
+    let mut t = String::from(TOPIC_PREFIX);
+    t.push_str(&crate::sanitize_topic_name(name));
+    t.truncate(249);
+    t
+}
+
+fn replay(log: &Partition) -> Result<HashMap<String, AckState>, CoreError> {
+    let mut states: HashMap<String, AckState> = HashMap::new();
+    let mut offset = log.log_start_offset();
+    let end = log.log_end_offset();
+    while offset < end {
+        let batches = log.log().read_batches(offset, 4 << 20)?;
+        if batches.is_empty() {
+            break;
+        }
+        for b in &batches {
+            let header = nagare_log::batch::parse_header(b).map_err(nagare_log::LogError::from)?;
+            offset = offset.max(header.last_offset() + 1);
+            for r in decode_records(b).map_err(nagare_log::LogError::from)? {
+                if let Some((queue, op)) = StateOp::from_record(&r) {
+                    op.apply(states.entry(queue).or_default());
+                }
+            }
+        }
+    }
+    Ok(states)
+}
+
+/// Writes batched acknowledgements: one record per queue per round, one append per round.
+async fn persister(queues: std::sync::Weak<Queues>) {
+    loop {
+        let Some(q) = queues.upgrade() else { return };
+        let records = q.take_pending();
+        if records.is_empty() {
+            // Wake on new acknowledgements; re-check now and then so that dropping the
+            // queues lets this task end.
+            let _ =
+                tokio::time::timeout(std::time::Duration::from_secs(1), q.wake.notified()).await;
+            continue;
+        }
+        if let Err(e) = q.state_log.append_records(&records, AckLevel::Leader).await {
+            tracing::warn!(error = %e, "could not persist queue acknowledgements");
+        }
+    }
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

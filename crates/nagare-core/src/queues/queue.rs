@@ -1,0 +1,362 @@
+//! One queue: the shared cursor over its topic, read-ahead and requeued messages, the
+//! consumers with their in-flight messages, and the dispatch loop (`pump`).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Weak};
+
+use nagare_log::batch::{build_batch, decode_records, parse_header, NewRecord, Record};
+use nagare_log::AppendInfo;
+use parking_lot::Mutex;
+
+use super::{AckState, Queues};
+use crate::{AckLevel, CoreError, Partition};
+
+/// Bytes read from the queue's topic per refill.
+const READ_BYTES: u64 = 256 * 1024;
+/// Records read ahead of dispatch at most (refills stop above this).
+const READ_AHEAD: usize = 4096;
+
+pub type ConsumerId = u64;
+
+/// A message handed to a consumer.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub consumer: ConsumerId,
+    pub offset: i64,
+    pub record: Arc<Record>,
+    pub redelivered: bool,
+}
+
+/// Where a consumer's messages go. `deliver` is called with the queue locked: it must not
+/// block and must not call back into the queue.
+pub trait QueueSink: Send + Sync {
+    fn deliver(&self, delivery: Delivery);
+}
+
+struct Consumer {
+    id: ConsumerId,
+    sink: Arc<dyn QueueSink>,
+    prefetch: usize,
+    /// Offsets delivered and not yet settled, in delivery order (for cumulative acks).
+    delivered: VecDeque<i64>,
+}
+
+struct State {
+    /// Next offset of the topic to read into `ready`.
+    next_read: i64,
+    /// Read or requeued, not yet delivered, by offset (requeued ones go first because
+    /// they are older); the flag says whether it was delivered before.
+    ready: BTreeMap<i64, (Arc<Record>, bool)>,
+    in_flight: HashMap<i64, Arc<Record>>,
+    consumers: Vec<Consumer>,
+    /// Round-robin position in `consumers`.
+    turn: usize,
+    next_consumer: ConsumerId,
+    acks: AckState,
+}
+
+pub struct Queue {
+    name: Arc<str>,
+    partition: Arc<Partition>,
+    state: Mutex<State>,
+    queues: Weak<Queues>,
+}
+
+impl Queue {
+    pub(crate) fn new(
+        name: &str,
+        partition: Arc<Partition>,
+        acks: AckState,
+        queues: Weak<Queues>,
+    ) -> Arc<Queue> {
+        let start = partition.log_start_offset();
+        // Acknowledged messages are never needed again: let the log drop whole segments.
+        if acks.floor > start && acks.floor <= partition.log_end_offset() {
+            if let Err(e) = partition.log().delete_records_before(acks.floor) {
+                tracing::warn!(queue = name, error = %e, "could not trim acknowledged messages");
+            }
+        }
+        let q = Arc::new(Queue {
+            name: name.into(),
+            state: Mutex::new(State {
+                next_read: acks.floor.max(partition.log_start_offset()),
+                ready: BTreeMap::new(),
+                in_flight: HashMap::new(),
+                consumers: Vec::new(),
+                turn: 0,
+                next_consumer: 1,
+                acks,
+            }),
+            partition,
+            queues,
+        });
+        // Records appended by other front ends (a Kafka producer writing to the topic)
+        // are dispatched when the log end moves.
+        let weak = Arc::downgrade(&q);
+        let mut rx = q.partition.subscribe();
+        tokio::spawn(async move {
+            while rx.changed().await.is_ok() {
+                let Some(q) = weak.upgrade() else { return };
+                let end = *rx.borrow_and_update();
+                if end > q.state.lock().next_read {
+                    q.pump();
+                }
+            }
+        });
+        q
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn partition(&self) -> &Arc<Partition> {
+        &self.partition
+    }
+
+    /// Appends messages and dispatches them. Returns once they are as durable as `ack`
+    /// and the topic's flush policy require.
+    pub async fn publish(
+        &self,
+        records: &[NewRecord],
+        ack: AckLevel,
+    ) -> Result<AppendInfo, CoreError> {
+        let info = self
+            .partition
+            .append(build_batch(records), AckLevel::Leader)
+            .await?;
+        {
+            let mut st = self.state.lock();
+            // Fast path: the records just appended are next in line; skip reading them back.
+            if st.next_read == info.base_offset && st.ready.len() < READ_AHEAD {
+                for (i, r) in records.iter().enumerate() {
+                    let offset = info.base_offset + i as i64;
+                    let record = Record {
+                        offset,
+                        timestamp: r.timestamp,
+                        key: r.key.clone(),
+                        value: r.value.clone(),
+                        headers: r.headers.clone(),
+                    };
+                    st.ready.insert(offset, (Arc::new(record), false));
+                }
+                st.next_read = info.last_offset + 1;
+            }
+            self.pump_locked(&mut st);
+        }
+        if self.partition.needs_sync(ack) {
+            self.partition.sync_to(info.last_offset + 1).await?;
+        }
+        Ok(info)
+    }
+
+    /// Adds a consumer that may hold up to `prefetch` unsettled messages.
+    pub fn subscribe(&self, sink: Arc<dyn QueueSink>, prefetch: usize) -> ConsumerId {
+        let mut st = self.state.lock();
+        let id = st.next_consumer;
+        st.next_consumer += 1;
+        st.consumers.push(Consumer {
+            id,
+            sink,
+            prefetch: prefetch.max(1),
+            delivered: VecDeque::new(),
+        });
+        self.pump_locked(&mut st);
+        id
+    }
+
+    /// Removes a consumer; its unsettled messages go back to the queue as redelivered.
+    pub fn unsubscribe(&self, consumer: ConsumerId) {
+        let mut st = self.state.lock();
+        let Some(i) = st.consumers.iter().position(|c| c.id == consumer) else {
+            return;
+        };
+        let c = st.consumers.remove(i);
+        for offset in c.delivered {
+            if let Some(record) = st.in_flight.remove(&offset) {
+                st.ready.insert(offset, (record, true));
+            }
+        }
+        self.pump_locked(&mut st);
+    }
+
+    /// Settles `offset` (and with `cumulative`, everything delivered to this consumer
+    /// before it). Returns false if the message is not in flight for this consumer.
+    pub fn ack(&self, consumer: ConsumerId, offset: i64, cumulative: bool) -> bool {
+        self.settle(consumer, offset, cumulative, false)
+    }
+
+    /// Like `ack`, but `requeue` puts the messages back (flagged redelivered) instead of
+    /// dropping them.
+    pub fn nack(&self, consumer: ConsumerId, offset: i64, cumulative: bool, requeue: bool) -> bool {
+        self.settle(consumer, offset, cumulative, requeue)
+    }
+
+    /// Acknowledges many single messages of one consumer with one lock (auto-ack mode).
+    pub fn ack_many(&self, consumer: ConsumerId, offsets: &[i64]) {
+        let mut st = self.state.lock();
+        let mut acked = Vec::with_capacity(offsets.len());
+        if let Some(c) = st.consumers.iter_mut().find(|c| c.id == consumer) {
+            for o in offsets {
+                if let Some(pos) = c.delivered.iter().position(|d| d == o) {
+                    c.delivered.remove(pos);
+                }
+            }
+        }
+        for &o in offsets {
+            if st.in_flight.remove(&o).is_some() {
+                acked.push(o);
+            }
+        }
+        self.mark_acked(&mut st, &acked);
+        self.pump_locked(&mut st);
+    }
+
+    fn settle(&self, consumer: ConsumerId, offset: i64, cumulative: bool, requeue: bool) -> bool {
+        let mut st = self.state.lock();
+        let Some(c) = st.consumers.iter_mut().find(|c| c.id == consumer) else {
+            return false;
+        };
+        let Some(pos) = c.delivered.iter().position(|&d| d == offset) else {
+            return false;
+        };
+        let settled: Vec<i64> = if cumulative {
+            c.delivered.drain(..=pos).collect()
+        } else {
+            c.delivered.remove(pos).into_iter().collect()
+        };
+        let mut acked = Vec::new();
+        for o in settled {
+            if let Some(record) = st.in_flight.remove(&o) {
+                if requeue {
+                    st.ready.insert(o, (record, true));
+                } else {
+                    acked.push(o);
+                }
+            }
+        }
+        self.mark_acked(&mut st, &acked);
+        self.pump_locked(&mut st);
+        true
+    }
+
+    /// Messages waiting (read or not yet read) and in flight, for tests and metrics.
+    pub fn depth(&self) -> (u64, usize) {
+        let st = self.state.lock();
+        let unread = (self.partition.log_end_offset() - st.next_read).max(0) as u64;
+        (unread + st.ready.len() as u64, st.in_flight.len())
+    }
+
+    /// Dispatches what can be dispatched now.
+    pub fn pump(&self) {
+        let mut st = self.state.lock();
+        self.pump_locked(&mut st);
+    }
+
+    fn mark_acked(&self, st: &mut State, offsets: &[i64]) {
+        if offsets.is_empty() {
+            return;
+        }
+        for &o in offsets {
+            st.acks.ack(o);
+        }
+        if let Some(q) = self.queues.upgrade() {
+            q.record_acks(&self.name, offsets);
+        }
+    }
+
+    fn pump_locked(&self, st: &mut State) {
+        loop {
+            if st.consumers.is_empty() {
+                return;
+            }
+            // The next consumer with room, round robin.
+            let n = st.consumers.len();
+            let Some(k) = (0..n)
+                .map(|i| (st.turn + i) % n)
+                .find(|&i| st.consumers[i].delivered.len() < st.consumers[i].prefetch)
+            else {
+                return;
+            };
+            if st.ready.is_empty() && !self.refill(st) {
+                return;
+            }
+            let Some((offset, (record, redelivered))) = st.ready.pop_first() else {
+                return;
+            };
+            st.turn = (k + 1) % n;
+            let c = &mut st.consumers[k];
+            c.delivered.push_back(offset);
+            let (consumer, sink) = (c.id, c.sink.clone());
+            st.in_flight.insert(offset, record.clone());
+            sink.deliver(Delivery {
+                consumer,
+                offset,
+                record,
+                redelivered,
+            });
+        }
+    }
+
+    /// Reads the next records of the topic into `ready`; false if there are none.
+    fn refill(&self, st: &mut State) -> bool {
+        let end = self.partition.log_end_offset();
+        let mut gaps = Vec::new();
+        while st.ready.is_empty() && st.next_read < end {
+            let batches = match self.partition.log().read_batches(st.next_read, READ_BYTES) {
+                Ok(b) => b,
+                Err(nagare_log::LogError::OffsetOutOfRange { start, .. })
+                    if start > st.next_read =>
+                {
+                    // Retention removed messages nobody took: skip to what is left.
+                    st.next_read = start;
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(queue = %self.name, error = %e, "queue read failed");
+                    return false;
+                }
+            };
+            if batches.is_empty() {
+                break;
+            }
+            for b in batches {
+                let Ok(header) = parse_header(&b) else { break };
+                let last = header.last_offset();
+                if last < st.next_read {
+                    continue;
+                }
+                let records = decode_records(&b).unwrap_or_else(|e| {
+                    tracing::warn!(queue = %self.name, error = %e, "undecodable batch skipped");
+                    Vec::new()
+                });
+                let mut expect = st.next_read.max(header.base_offset);
+                for r in records {
+                    if r.offset < st.next_read {
+                        continue;
+                    }
+                    // Offsets without a record (control batches, compaction) count as
+                    // settled so the acknowledged floor can pass them.
+                    add_gap(&mut gaps, expect, r.offset);
+                    expect = r.offset + 1;
+                    if !st.acks.is_acked(r.offset) {
+                        st.ready.insert(r.offset, (Arc::new(r), false));
+                    }
+                }
+                add_gap(&mut gaps, expect, last + 1);
+                st.next_read = last + 1;
+            }
+        }
+        gaps.retain(|&o| !st.acks.is_acked(o));
+        self.mark_acked(st, &gaps);
+        !st.ready.is_empty()
+    }
+}
+
+/// Offsets `from..to` that hold no record; a corrupt batch claiming an absurd range is
+/// ignored rather than allocated.
+fn add_gap(gaps: &mut Vec<i64>, from: i64, to: i64) {
+    if to > from && to - from <= 100_000 {
+        gaps.extend(from..to);
+    }
+}

@@ -1,0 +1,229 @@
+//! Sans-io frame decoder: feed it a buffer, get whole frames out. Bounded by [`Limits`];
+//! remembers how far it has scanned so a frame arriving in many reads costs one pass.
+
+use bytes::{Buf, BytesMut};
+
+use crate::error::FrameError;
+use crate::frame::{Command, Frame, Version};
+
+/// Bounds on what a peer may send.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest frame (headers and body) accepted.
+    pub max_frame_bytes: usize,
+    /// Most headers in one frame.
+    pub max_headers: usize,
+    /// Longest header line (name, colon and value).
+    pub max_header_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_frame_bytes: 4 * 1024 * 1024,
+            max_headers: 128,
+            max_header_bytes: 64 * 1024,
+        }
+    }
+}
+
+/// The parsed head of a frame whose body has not fully arrived yet.
+#[derive(Debug)]
+struct Head {
+    command: Command,
+    headers: Vec<(String, String)>,
+    body_start: usize,
+    content_length: Option<usize>,
+}
+
+#[derive(Debug)]
+pub struct Decoder {
+    /// Decides header escaping; the connection sets it once CONNECT is negotiated.
+    pub version: Version,
+    limits: Limits,
+    /// Bytes of the current frame already searched (for the blank line or the NUL).
+    scanned: usize,
+    head: Option<Head>,
+}
+
+impl Decoder {
+    pub fn new(limits: Limits) -> Decoder {
+        Decoder {
+            version: Version::V1_0,
+            limits,
+            scanned: 0,
+            head: None,
+        }
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Takes one whole frame off the front of `buf`, `Ok(None)` if more bytes are needed.
+    /// Line ends between frames (heart-beats) are consumed silently.
+    pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        if self.head.is_none() {
+            if self.scanned == 0 && !skip_line_ends(buf)? {
+                return Ok(None);
+            }
+            let Some(end) = self.find_blank_line(buf)? else {
+                return Ok(None);
+            };
+            let head = self.parse_head(&buf[..end], end + 1)?;
+            self.scanned = head.body_start;
+            self.head = Some(head);
+        }
+        let head = self.head.as_ref().expect("head parsed above");
+        let nul = match head.content_length {
+            Some(len) => {
+                let nul = head.body_start + len;
+                if buf.len() <= nul {
+                    return Ok(None);
+                }
+                if buf[nul] != 0 {
+                    return Err(FrameError::MissingNul(len));
+                }
+                nul
+            }
+            None => match memchr(0, &buf[self.scanned..]) {
+                Some(i) => self.scanned + i,
+                None => {
+                    self.scanned = buf.len();
+                    if buf.len() - head.body_start > self.limits.max_frame_bytes {
+                        return Err(FrameError::TooLarge {
+                            limit: self.limits.max_frame_bytes,
+                        });
+                    }
+                    return Ok(None);
+                }
+            },
+        };
+        let head = self.head.take().expect("head parsed above");
+        self.scanned = 0;
+        let frame = buf.split_to(nul + 1).freeze();
+        Ok(Some(Frame {
+            command: head.command,
+            headers: head.headers,
+            body: frame.slice(head.body_start..nul),
+        }))
+    }
+
+    /// Index of the `\n` that ends the header block (the blank line), if it is buffered.
+    fn find_blank_line(&mut self, buf: &[u8]) -> Result<Option<usize>, FrameError> {
+        let mut from = self.scanned;
+        while let Some(i) = memchr(b'\n', &buf[from..]) {
+            let j = from + i;
+            if j >= 1
+                && (buf[j - 1] == b'\n' || (j >= 2 && buf[j - 1] == b'\r' && buf[j - 2] == b'\n'))
+            {
+                return Ok(Some(j));
+            }
+            from = j + 1;
+        }
+        // Re-check the last two bytes next time: the blank line may straddle reads.
+        self.scanned = buf.len().saturating_sub(2);
+        if buf.len() > self.limits.max_frame_bytes {
+            return Err(FrameError::TooLarge {
+                limit: self.limits.max_frame_bytes,
+            });
+        }
+        Ok(None)
+    }
+
+    fn parse_head(&self, block: &[u8], body_start: usize) -> Result<Head, FrameError> {
+        let mut lines = block.split(|&b| b == b'\n').map(strip_cr);
+        let command_line = lines.next().unwrap_or_default();
+        let command = Command::parse(command_line).ok_or_else(|| {
+            FrameError::UnknownCommand(
+                String::from_utf8_lossy(&command_line[..command_line.len().min(64)]).into(),
+            )
+        })?;
+        let escaped = command.escapes_headers() && self.version != Version::V1_0;
+        let mut headers = Vec::new();
+        let mut content_length = None;
+        for line in lines {
+            if line.is_empty() {
+                continue; // the blank line itself
+            }
+            if line.len() > self.limits.max_header_bytes {
+                return Err(FrameError::HeaderTooLong {
+                    limit: self.limits.max_header_bytes,
+                });
+            }
+            if headers.len() == self.limits.max_headers {
+                return Err(FrameError::TooManyHeaders {
+                    limit: self.limits.max_headers,
+                });
+            }
+            let colon = memchr(b':', line).ok_or(FrameError::MissingColon)?;
+            let name = unescape(&line[..colon], escaped, self.version)?;
+            let value = unescape(&line[colon + 1..], escaped, self.version)?;
+            if name == "content-length" && content_length.is_none() {
+                let len: usize = value
+                    .parse()
+                    .map_err(|_| FrameError::BadContentLength(value.clone()))?;
+                if len > self.limits.max_frame_bytes {
+                    return Err(FrameError::TooLarge {
+                        limit: self.limits.max_frame_bytes,
+                    });
+                }
+                content_length = Some(len);
+            }
+            headers.push((name, value));
+        }
+        Ok(Head {
+            command,
+            headers,
+            body_start,
+            content_length,
+        })
+    }
+}
+
+/// Drops `\n` and `\r\n` before a frame; false if the buffer ends inside a `\r\n`.
+fn skip_line_ends(buf: &mut BytesMut) -> Result<bool, FrameError> {
+    loop {
+        match buf.first() {
+            Some(b'\n') => buf.advance(1),
+            Some(b'\r') => match buf.get(1) {
+                None => return Ok(false),
+                Some(b'\n') => buf.advance(2),
+                Some(_) => return Err(FrameError::BareCarriageReturn),
+            },
+            _ => return Ok(true),
+        }
+    }
+}
+
+fn strip_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&b| b == needle)
+}
+
+/// Undoes header escaping: 1.2 knows `\r \n \c \\`, 1.1 the same without `\r`, 1.0 none.
+fn unescape(raw: &[u8], escaped: bool, version: Version) -> Result<String, FrameError> {
+    if !escaped || !raw.contains(&b'\\') {
+        return String::from_utf8(raw.to_vec()).map_err(|_| FrameError::NotUtf8);
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    let mut it = raw.iter();
+    while let Some(&b) = it.next() {
+        if b != b'\\' {
+            out.push(b);
+            continue;
+        }
+        match it.next() {
+            Some(b'n') => out.push(b'\n'),
+            Some(b'c') => out.push(b':'),
+            Some(b'\\') => out.push(b'\\'),
+            Some(b'r') if version == Version::V1_2 => out.push(b'\r'),
+            Some(&other) => return Err(FrameError::BadEscape(other as char)),
+            None => return Err(FrameError::BadEscape(' ')),
+        }
+    }
+    String::from_utf8(out).map_err(|_| FrameError::NotUtf8)
+}

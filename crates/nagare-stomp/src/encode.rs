@@ -1,0 +1,95 @@
+//! Frame encoding straight into an output buffer, escaping headers as the version says.
+
+use bytes::{BufMut, BytesMut};
+
+use crate::frame::{Command, Frame, Version};
+
+/// Writes one frame: `begin`, any number of `header`, then `body` (which ends it).
+pub struct FrameWriter<'a> {
+    out: &'a mut BytesMut,
+    version: Version,
+    escape: bool,
+}
+
+impl<'a> FrameWriter<'a> {
+    pub fn begin(out: &'a mut BytesMut, version: Version, command: Command) -> FrameWriter<'a> {
+        out.put_slice(command.as_str().as_bytes());
+        out.put_u8(b'\n');
+        FrameWriter {
+            out,
+            version,
+            escape: command.escapes_headers(),
+        }
+    }
+
+    pub fn header(&mut self, name: &str, value: &str) -> &mut Self {
+        self.put_escaped(name);
+        self.out.put_u8(b':');
+        self.put_escaped(value);
+        self.out.put_u8(b'\n');
+        self
+    }
+
+    /// Ends the frame with a `content-length` header (when `with_length`), the body and NUL.
+    pub fn body(self, body: &[u8], with_length: bool) {
+        if with_length {
+            self.out.put_slice(b"content-length:");
+            put_decimal(self.out, body.len());
+            self.out.put_u8(b'\n');
+        }
+        self.out.put_u8(b'\n');
+        self.out.put_slice(body);
+        self.out.put_u8(0);
+    }
+
+    fn put_escaped(&mut self, s: &str) {
+        let needs = |b: u8| matches!(b, b'\n' | b'\r' | b':' | b'\\');
+        if !s.bytes().any(needs) {
+            self.out.put_slice(s.as_bytes());
+            return;
+        }
+        for b in s.bytes() {
+            match (self.escape, self.version, b) {
+                // 1.0 and the CONNECT family have no escapes: keep the frame well formed.
+                (false, _, b'\n' | b'\r') | (_, Version::V1_0, b'\n' | b'\r') => {
+                    self.out.put_u8(b' ')
+                }
+                (false, _, _) | (_, Version::V1_0, _) => self.out.put_u8(b),
+                (true, _, b'\n') => self.out.put_slice(b"\\n"),
+                (true, Version::V1_2, b'\r') => self.out.put_slice(b"\\r"),
+                (true, _, b'\r') => self.out.put_u8(b' '),
+                (true, _, b':') => self.out.put_slice(b"\\c"),
+                (true, _, b'\\') => self.out.put_slice(b"\\\\"),
+                (true, _, other) => self.out.put_u8(other),
+            }
+        }
+    }
+}
+
+/// Decimal digits without a temporary String (this runs once per MESSAGE).
+fn put_decimal(out: &mut BytesMut, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.put_slice(&digits[i..]);
+}
+
+/// Encodes a whole [`Frame`]; a body (or a SEND/MESSAGE) gets a `content-length`.
+pub fn encode(frame: &Frame, version: Version, out: &mut BytesMut) {
+    let mut w = FrameWriter::begin(out, version, frame.command);
+    for (k, v) in &frame.headers {
+        if k != "content-length" {
+            w.header(k, v);
+        }
+    }
+    let with_length =
+        !frame.body.is_empty() || matches!(frame.command, Command::Send | Command::Message);
+    w.body(&frame.body, with_length);
+}

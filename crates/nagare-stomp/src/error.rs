@@ -1,0 +1,50 @@
+use thiserror::Error;
+
+/// Why bytes are not a valid STOMP frame. Every one of these is answered with ERROR and
+/// the connection is closed.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum FrameError {
+    #[error("unknown command {0:?}")]
+    UnknownCommand(String),
+    #[error("frame larger than {limit} bytes")]
+    TooLarge { limit: usize },
+    #[error("more than {limit} headers")]
+    TooManyHeaders { limit: usize },
+    #[error("header line longer than {limit} bytes")]
+    HeaderTooLong { limit: usize },
+    #[error("header line without ':'")]
+    MissingColon,
+    #[error("invalid escape sequence in header: \\{0}")]
+    BadEscape(char),
+    #[error("header is not UTF-8")]
+    NotUtf8,
+    #[error("invalid content-length {0:?}")]
+    BadContentLength(String),
+    #[error("body of content-length {0} not followed by NUL")]
+    MissingNul(usize),
+    #[error("carriage return not followed by line feed")]
+    BareCarriageReturn,
+}
+
+/// Why a frame was refused: answered with ERROR, then the connection is closed.
+#[derive(Debug, Error)]
+pub enum StompError {
+    #[error("malformed frame: {0}")]
+    Frame(#[from] FrameError),
+    #[error("{0}")]
+    Protocol(String),
+    #[error("broker error: {0}")]
+    Core(#[from] nagare_core::CoreError),
+}
+
+impl StompError {
+    pub fn protocol(msg: impl Into<String>) -> StompError {
+        StompError::Protocol(msg.into())
+    }
+
+    pub fn missing(header: &str, command: &str) -> StompError {
+        StompError::Protocol(format!(
+            "{command} frame without the required '{header}' header"
+        ))
+    }
+}

@@ -1,0 +1,102 @@
+//! CONNECT and STOMP: version negotiation, virtual host, credentials, heart-beats.
+
+use std::sync::atomic::Ordering;
+
+use bytes::BytesMut;
+
+use crate::encode::FrameWriter;
+use crate::error::StompError;
+use crate::frame::{Command, Frame, Version};
+use crate::session::Session;
+
+const SUPPORTED: &str = "1.0,1.1,1.2";
+
+impl Session {
+    pub(crate) async fn on_connect(&mut self, frame: &Frame) -> Result<(), StompError> {
+        if self.connected {
+            return Err(StompError::protocol("already connected"));
+        }
+        let version = match frame.header("accept-version") {
+            // No header: a 1.0 client.
+            None => Version::V1_0,
+            Some(list) => match list.split(',').filter_map(Version::parse).max() {
+                Some(v) => v,
+                None => {
+                    self.send_version_error(list).await;
+                    return Err(StompError::protocol("no common protocol version"));
+                }
+            },
+        };
+        let cfg = &self.shared.config;
+        if !cfg.vhost.is_empty() {
+            if let Some(host) = frame.header("host") {
+                if host != cfg.vhost {
+                    return Err(StompError::protocol(format!(
+                        "virtual host {host:?} not found"
+                    )));
+                }
+            }
+        }
+        if !cfg.login.is_empty() || !cfg.passcode.is_empty() {
+            let ok = frame.header("login") == Some(cfg.login.as_str())
+                && frame.header("passcode") == Some(cfg.passcode.as_str());
+            if !ok {
+                return Err(StompError::protocol(
+                    "access refused: bad login or passcode",
+                ));
+            }
+        }
+        let (cx, cy) = match frame.header("heart-beat") {
+            None => (0, 0),
+            Some(hb) => parse_heartbeat(hb)
+                .ok_or_else(|| StompError::protocol(format!("invalid heart-beat {hb:?}")))?,
+        };
+        let s = cfg.heartbeat_ms;
+        // The spec: each direction is the larger of what one side can do and the other
+        // wants, 0 on either side meaning none.
+        let from_client = if cx == 0 || s == 0 { 0 } else { cx.max(s) };
+        let to_client = if cy == 0 || s == 0 { 0 } else { cy.max(s) };
+        if version == Version::V1_0 {
+            self.heartbeat = (0, 0);
+        } else {
+            self.heartbeat = (from_client, to_client);
+        }
+        self.version = version;
+        self.connected = true;
+
+        let mut buf = BytesMut::with_capacity(128);
+        let mut w = FrameWriter::begin(&mut buf, version, Command::Connected);
+        let session = format!(
+            "nagare-{}-{}",
+            self.id(),
+            self.shared.next_message.fetch_add(1, Ordering::Relaxed)
+        );
+        if version != Version::V1_0 {
+            w.header("version", version.as_str());
+            w.header("heart-beat", &format!("{s},{s}"));
+        }
+        w.header("session", &session)
+            .header("server", concat!("nagare/", env!("CARGO_PKG_VERSION")));
+        w.body(b"", false);
+        self.out.send(buf.freeze()).await;
+        Ok(())
+    }
+
+    async fn send_version_error(&self, offered: &str) {
+        let mut buf = BytesMut::with_capacity(128);
+        let mut w = FrameWriter::begin(&mut buf, Version::V1_0, Command::Error);
+        w.header("version", SUPPORTED)
+            .header("message", "Supported protocol versions are 1.0 1.1 1.2")
+            .header("content-type", "text/plain");
+        w.body(
+            format!("the client accepts {offered}; this server speaks {SUPPORTED}").as_bytes(),
+            true,
+        );
+        self.out.send(buf.freeze()).await;
+    }
+}
+
+fn parse_heartbeat(v: &str) -> Option<(u64, u64)> {
+    let (a, b) = v.split_once(',')?;
+    Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+}

@@ -1,0 +1,47 @@
+//! A subscription to `/queue/Q`: the queue's dispatcher hands it messages (never more
+//! than its prefetch), which it encodes straight into its connection's writer.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use nagare_core::queues::{Delivery, Queue, QueueSink};
+
+use crate::message::MessageHead;
+use crate::writer::ConnOut;
+
+pub(crate) struct StompQueueSink {
+    pub out: ConnOut,
+    pub head: MessageHead,
+    /// Number of the subscription within its connection (part of message ids).
+    pub sub_num: u64,
+    /// Set for ack mode `auto`: messages are acknowledged once written.
+    pub auto_ack: Option<Arc<Queue>>,
+}
+
+impl QueueSink for StompQueueSink {
+    fn deliver(&self, d: Delivery) {
+        let mut buf = BytesMut::with_capacity(256 + d.record.value.as_ref().map_or(0, |v| v.len()));
+        let id = message_id(self.out.id, self.sub_num, d.offset);
+        self.head
+            .encode_record(&mut buf, &id, Some(d.redelivered), &d.record);
+        let ack = self
+            .auto_ack
+            .as_ref()
+            .map(|q| (q.clone(), d.consumer, d.offset));
+        self.out.send_queue_message(buf.freeze(), ack);
+    }
+}
+
+/// `<connection>-<subscription>-<offset>`: unique, and all an ACK needs.
+pub(crate) fn message_id(conn: u64, sub: u64, offset: i64) -> String {
+    format!("{conn}-{sub}-{offset}")
+}
+
+/// The parts of a queue message id, if it is one of this connection's.
+pub(crate) fn parse_message_id(conn: u64, id: &str) -> Option<(u64, i64)> {
+    let mut it = id.splitn(3, '-');
+    let c: u64 = it.next()?.parse().ok()?;
+    let s: u64 = it.next()?.parse().ok()?;
+    let o: i64 = it.next()?.parse().ok()?;
+    (c == conn).then_some((s, o))
+}

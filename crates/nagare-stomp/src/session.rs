@@ -1,0 +1,160 @@
+//! The state of one connection, owned by its reading task: negotiated version,
+//! subscriptions, temp queues and open transactions. Handlers (one file per command in
+//! `handlers/`) are methods on it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use nagare_core::queues::{ConsumerId, Queue, Queues};
+use nagare_core::Broker;
+use tokio::task::JoinHandle;
+
+use crate::config::Config;
+use crate::dest::Dest;
+use crate::encode::FrameWriter;
+use crate::frame::{Command, Frame, Version};
+use crate::temp::TempQueues;
+use crate::writer::ConnOut;
+
+/// Shared by every connection of the listener.
+pub(crate) struct Shared {
+    pub broker: Arc<Broker>,
+    pub config: Config,
+    pub queues: Arc<Queues>,
+    pub temp: TempQueues,
+    pub next_conn: AtomicU64,
+    pub next_message: AtomicU64,
+}
+
+/// Ack modes of SUBSCRIBE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AckMode {
+    Auto,
+    /// Cumulative: an ACK settles every earlier message of the subscription too.
+    Client,
+    ClientIndividual,
+}
+
+impl AckMode {
+    pub fn parse(v: Option<&str>) -> Option<AckMode> {
+        match v {
+            None | Some("auto") => Some(AckMode::Auto),
+            Some("client") => Some(AckMode::Client),
+            Some("client-individual") => Some(AckMode::ClientIndividual),
+            _ => None,
+        }
+    }
+}
+
+pub(crate) enum SubKind {
+    Topic(Vec<JoinHandle<()>>),
+    Queue {
+        queue: Arc<Queue>,
+        consumer: ConsumerId,
+    },
+    Temp {
+        name: String,
+    },
+}
+
+pub(crate) struct Subscription {
+    pub num: u64,
+    pub dest: Dest,
+    pub ack: AckMode,
+    pub kind: SubKind,
+}
+
+pub(crate) struct Session {
+    pub shared: Arc<Shared>,
+    pub out: ConnOut,
+    pub version: Version,
+    pub connected: bool,
+    /// Set by DISCONNECT: stop reading after this frame.
+    pub closing: bool,
+    pub subs: HashMap<String, Subscription>,
+    pub sub_ids: HashMap<u64, String>,
+    pub next_sub: u64,
+    /// Temp queue NAME -> its registry id.
+    pub temps: HashMap<String, String>,
+    pub transactions: HashMap<String, Vec<Frame>>,
+    /// Negotiated heart-beat intervals: (expected from the client, sent by us), ms.
+    pub heartbeat: (u64, u64),
+}
+
+impl Session {
+    pub fn new(shared: Arc<Shared>, out: ConnOut) -> Session {
+        Session {
+            shared,
+            out,
+            version: Version::V1_0,
+            connected: false,
+            closing: false,
+            subs: HashMap::new(),
+            sub_ids: HashMap::new(),
+            next_sub: 1,
+            temps: HashMap::new(),
+            transactions: HashMap::new(),
+            heartbeat: (0, 0),
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.out.id
+    }
+
+    pub fn next_message_id(&self) -> u64 {
+        self.shared.next_message.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sends a RECEIPT if the frame asked for one.
+    pub async fn receipt_for(&self, frame: &Frame) {
+        if let Some(r) = frame.header("receipt") {
+            self.send_receipt(r).await;
+        }
+    }
+
+    pub async fn send_receipt(&self, receipt: &str) {
+        let mut buf = BytesMut::with_capacity(64);
+        let mut w = FrameWriter::begin(&mut buf, self.version, Command::Receipt);
+        w.header("receipt-id", receipt);
+        w.body(b"", false);
+        self.out.send(buf.freeze()).await;
+    }
+
+    /// Sends ERROR (with `receipt-id` if the offending frame asked for a receipt).
+    pub async fn send_error(&self, message: &str, detail: &str, receipt: Option<&str>) {
+        let mut buf = BytesMut::with_capacity(128 + detail.len());
+        let mut w = FrameWriter::begin(&mut buf, self.version, Command::Error);
+        // A header value is one line.
+        let message: String = message.replace(['\n', '\r'], " ");
+        w.header("message", &message);
+        if let Some(r) = receipt {
+            w.header("receipt-id", r);
+        }
+        w.header("content-type", "text/plain");
+        w.body(detail.as_bytes(), true);
+        self.out.send(buf.freeze()).await;
+    }
+
+    /// Ends everything the connection owns: queue consumers (their unacknowledged messages
+    /// are redelivered), topic followers, temp queues; open transactions are dropped.
+    pub fn cleanup(&mut self) {
+        for (_, sub) in self.subs.drain() {
+            end_subscription(sub);
+        }
+        for (_, id) in self.temps.drain() {
+            self.shared.temp.remove(&id);
+        }
+        self.transactions.clear();
+    }
+}
+
+pub(crate) fn end_subscription(sub: Subscription) {
+    match sub.kind {
+        SubKind::Topic(tasks) => tasks.iter().for_each(|t| t.abort()),
+        SubKind::Queue { queue, consumer } => queue.unsubscribe(consumer),
+        SubKind::Temp { .. } => {}
+    }
+}

@@ -1,0 +1,113 @@
+//! A subscription to `/topic/T`: one task per partition follows the log from its start
+//! offset, woken by the partition's end-offset watch, and sends every record as a MESSAGE.
+//! A slow subscriber only slows its own task (it waits for room in its connection's
+//! budget); producers and other subscribers never wait for it.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use nagare_core::log::batch::{decode_records, parse_header};
+use nagare_core::log::LogError;
+use nagare_core::{CoreError, Partition};
+use tokio::task::JoinHandle;
+
+use crate::message::MessageHead;
+use crate::writer::ConnOut;
+
+/// Bytes read from the log per round.
+const READ_BYTES: u64 = 256 * 1024;
+/// Frames are handed to the writer in chunks of about this size.
+const CHUNK: usize = 64 * 1024;
+
+/// Where a new subscription starts, from the `x-stream-offset` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StartAt {
+    /// Only messages published from now on (the default).
+    Next,
+    First,
+    Offset(i64),
+}
+
+impl StartAt {
+    pub fn parse(v: Option<&str>) -> Option<StartAt> {
+        Some(match v {
+            None | Some("next") | Some("last") => StartAt::Next,
+            Some("first") => StartAt::First,
+            Some(n) => StartAt::Offset(n.parse().ok()?),
+        })
+    }
+
+    fn resolve(self, p: &Partition) -> i64 {
+        let (start, end) = (p.log_start_offset(), p.log_end_offset());
+        match self {
+            StartAt::Next => end,
+            StartAt::First => start,
+            StartAt::Offset(o) => o.clamp(start, end),
+        }
+    }
+}
+
+pub(crate) fn spawn(
+    partition: Arc<Partition>,
+    start: StartAt,
+    out: ConnOut,
+    head: MessageHead,
+) -> JoinHandle<()> {
+    let offset = start.resolve(&partition);
+    tokio::spawn(async move {
+        if let Err(e) = follow(partition, offset, out, head).await {
+            tracing::warn!(error = %e, "topic subscription stopped");
+        }
+    })
+}
+
+async fn follow(
+    partition: Arc<Partition>,
+    mut offset: i64,
+    out: ConnOut,
+    head: MessageHead,
+) -> Result<(), CoreError> {
+    let mut changes = partition.subscribe();
+    let mut buf = BytesMut::new();
+    let topic = partition.topic().to_string();
+    let index = partition.index();
+    loop {
+        if offset >= partition.log_end_offset() {
+            if changes.changed().await.is_err() || out.is_closed() {
+                return Ok(());
+            }
+            continue;
+        }
+        let batches = match partition.log().read_batches(offset, READ_BYTES) {
+            Ok(b) => b,
+            Err(LogError::OffsetOutOfRange { start, .. }) if start > offset => {
+                offset = start;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        for b in &batches {
+            let last = parse_header(b).map_err(LogError::from)?.last_offset();
+            for r in decode_records(b).map_err(LogError::from)? {
+                if r.offset < offset {
+                    continue;
+                }
+                let id = format!("{topic}@{index}:{}", r.offset);
+                head.encode_record(&mut buf, &id, None, &r);
+                if buf.len() >= CHUNK && !out.send(buf.split().freeze()).await {
+                    return Ok(());
+                }
+            }
+            offset = offset.max(last + 1);
+        }
+        if batches.is_empty() {
+            // Nothing readable yet at this offset; wait for the next append.
+            if changes.changed().await.is_err() {
+                return Ok(());
+            }
+        }
+        if !buf.is_empty() && !out.send(buf.split().freeze()).await {
+            return Ok(());
+        }
+    }
+}
