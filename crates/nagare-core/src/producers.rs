@@ -84,12 +84,14 @@ struct PartitionState {
     producers: HashMap<i64, ProducerEntry>,
 }
 
+type SharedState = Arc<Mutex<PartitionState>>;
+
 /// Producer ids and the sequence state of every partition.
 pub struct Producers {
     log: Arc<Partition>,
     /// Next producer id to hand out, and the current epoch of every id handed out.
     ids: tokio::sync::Mutex<(i64, HashMap<i64, i16>)>,
-    partitions: Mutex<HashMap<(String, i32), Arc<Mutex<PartitionState>>>>,
+    partitions: Mutex<HashMap<(String, i32), SharedState>>,
 }
 
 impl Producers {
@@ -115,7 +117,11 @@ impl Producers {
                 }
             }
         }
-        tracing::info!(producers = epochs.len(), next_id = next, "producer ids replayed");
+        tracing::info!(
+            producers = epochs.len(),
+            next_id = next,
+            "producer ids replayed"
+        );
         Ok(Producers {
             log,
             ids: tokio::sync::Mutex::new((next, epochs)),
@@ -126,7 +132,10 @@ impl Producers {
     /// Kafka InitProducerId for an idempotent producer: a new id at epoch 0, or, when the
     /// producer gives its current id and epoch, the same id with the epoch bumped (which
     /// fences anything still sending with the old epoch). Persisted before returning.
-    pub async fn init_producer_id(&self, current: Option<(i64, i16)>) -> Result<(i64, i16), ProduceError> {
+    pub async fn init_producer_id(
+        &self,
+        current: Option<(i64, i16)>,
+    ) -> Result<(i64, i16), ProduceError> {
         let mut ids = self.ids.lock().await;
         let (id, epoch) = match current {
             Some((id, epoch)) => match ids.1.get(&id) {
@@ -154,7 +163,9 @@ impl Producers {
             headers: Vec::new(),
             timestamp: now_ms(),
         };
-        self.log.append_records(&[record], AckLevel::Durable).await?;
+        self.log
+            .append_records(&[record], AckLevel::Durable)
+            .await?;
         ids.0 = ids.0.max(id + 1);
         ids.1.insert(id, epoch);
         Ok((id, epoch))
@@ -172,19 +183,32 @@ impl Producers {
         let header = batch::parse_header(&batch).map_err(nagare_log::LogError::from)?;
         if header.producer_id < 0 {
             let info = partition.append(batch, ack).await?;
-            return Ok(Appended { info, duplicate: false });
+            return Ok(Appended {
+                info,
+                duplicate: false,
+            });
         }
         let state = self.state_of(partition);
         let (info, duplicate) = {
             let mut state = state.lock();
-            if !state.partition.upgrade().is_some_and(|p| Arc::ptr_eq(&p, partition)) {
+            if !state
+                .partition
+                .upgrade()
+                .is_some_and(|p| Arc::ptr_eq(&p, partition))
+            {
                 // First idempotent batch since start (or the topic was re-created).
                 state.partition = Arc::downgrade(partition);
                 state.producers = rebuild(partition);
             }
             let entry = state.producers.entry(header.producer_id).or_default();
             let last_seq = header.base_sequence.wrapping_add(header.last_offset_delta);
-            match check(entry, header.producer_id, header.producer_epoch, header.base_sequence, last_seq)? {
+            match check(
+                entry,
+                header.producer_id,
+                header.producer_epoch,
+                header.base_sequence,
+                last_seq,
+            )? {
                 Some(dup) => (dup, true),
                 None => {
                     let info = partition.log().append(&mut batch)?;
@@ -212,7 +236,7 @@ impl Producers {
         Ok(Appended { info, duplicate })
     }
 
-    fn state_of(&self, partition: &Arc<Partition>) -> Arc<Mutex<PartitionState>> {
+    fn state_of(&self, partition: &Arc<Partition>) -> SharedState {
         let key = (partition.topic().to_string(), partition.index());
         self.partitions
             .lock()
@@ -319,7 +343,9 @@ fn rebuild(partition: &Partition) -> HashMap<i64, ProducerEntry> {
             if slice.file.read_exact_at(&mut head, at).is_err() {
                 break;
             }
-            let Ok(h) = batch::parse_header(&head) else { break };
+            let Ok(h) = batch::parse_header(&head) else {
+                break;
+            };
             at += h.total_len() as u64;
             if h.producer_id < 0 || h.base_sequence < 0 {
                 continue;
@@ -417,7 +443,14 @@ mod tests {
 
     #[test]
     fn only_five_batches_are_remembered() {
-        let e = entry_with(&[(0, 0, 0), (1, 1, 1), (2, 2, 2), (3, 3, 3), (4, 4, 4), (5, 5, 5)]);
+        let e = entry_with(&[
+            (0, 0, 0),
+            (1, 1, 1),
+            (2, 2, 2),
+            (3, 3, 3),
+            (4, 4, 4),
+            (5, 5, 5),
+        ]);
         assert_eq!(e.batches.len(), 5);
         assert_eq!(e.batches.front().unwrap().first_seq, 1);
     }

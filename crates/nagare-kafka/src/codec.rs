@@ -108,6 +108,21 @@ pub fn parse_request(mut frame: Bytes) -> Result<ParsedRequest, RequestError> {
     })
 }
 
+/// Feeds arbitrary bytes through framing, header parsing, the allocation guard and the
+/// body decoders, as the connection would (the fuzz target's entry point).
+pub fn decode_all_for_fuzzing(data: &[u8]) {
+    let mut buf = BytesMut::from(data);
+    while let Ok(Some(frame)) = next_frame(&mut buf, 1 << 20) {
+        if let Ok(req) = parse_request(frame) {
+            let _ = handlers::decode_any(&req);
+        }
+    }
+    // The whole input as one frame body too, so short inputs reach the decoders.
+    if let Ok(req) = parse_request(Bytes::copy_from_slice(data)) {
+        let _ = handlers::decode_any(&req);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,20 +216,5 @@ mod tests {
         assert_eq!(r.correlation_id(), 42);
         assert_eq!(r.header.client_id.as_deref(), Some("cli"));
         assert!(r.body.is_empty());
-    }
-}
-
-/// Feeds arbitrary bytes through framing, header parsing, the allocation guard and the
-/// body decoders, as the connection would (the fuzz target's entry point).
-pub fn decode_all_for_fuzzing(data: &[u8]) {
-    let mut buf = BytesMut::from(data);
-    while let Ok(Some(frame)) = next_frame(&mut buf, 1 << 20) {
-        if let Ok(req) = parse_request(frame) {
-            let _ = handlers::decode_any(&req);
-        }
-    }
-    // The whole input as one frame body too, so short inputs reach the decoders.
-    if let Ok(req) = parse_request(Bytes::copy_from_slice(data)) {
-        let _ = handlers::decode_any(&req);
     }
 }

@@ -42,7 +42,7 @@ pub async fn run(
                 }
             };
             let keep_open = answer(&state, frame, &mut out).await;
-            if !keep_open.is_ok() || out.pending_bytes() >= flush_at {
+            if keep_open.is_err() || out.pending_bytes() >= flush_at {
                 out.flush(&mut stream).await?;
             }
             keep_open?;
