@@ -9,8 +9,8 @@ pub mod client;
 pub mod codec;
 mod connection;
 pub mod errors;
-pub mod handlers;
 mod guard;
+pub mod handlers;
 mod output;
 mod state;
 
