@@ -1,0 +1,169 @@
+//! The sans-io codec against the letter of STOMP 1.0-1.2: line ends, escapes per version,
+//! content-length bodies with NULs, frames split across reads and many per read, limits.
+
+use nagare_stomp::bytes::BytesMut;
+use nagare_stomp::{encode, Command, Decoder, Frame, FrameError, Limits, Version};
+
+fn decoder(v: Version) -> Decoder {
+    let mut d = Decoder::new(Limits::default());
+    d.version = v;
+    d
+}
+
+fn decode_all(d: &mut Decoder, bytes: &[u8]) -> Result<Vec<Frame>, FrameError> {
+    let mut buf = BytesMut::from(bytes);
+    let mut out = Vec::new();
+    while let Some(f) = d.decode(&mut buf)? {
+        out.push(f);
+    }
+    Ok(out)
+}
+
+#[test]
+fn lf_and_crlf_frames_and_heartbeats_between() {
+    let mut d = decoder(Version::V1_2);
+    let wire =
+        b"\n\r\nSEND\r\ndestination:/queue/a\r\n\r\nhi\0\n\nSEND\ndestination:/queue/b\n\nyo\0\n";
+    let frames = decode_all(&mut d, wire).unwrap();
+    assert_eq!(frames.len(), 2);
+    assert_eq!(frames[0].header("destination"), Some("/queue/a"));
+    assert_eq!(&frames[0].body[..], b"hi");
+    assert_eq!(frames[1].header("destination"), Some("/queue/b"));
+}
+
+#[test]
+fn content_length_body_may_hold_nuls() {
+    let mut d = decoder(Version::V1_2);
+    let wire = b"SEND\ndestination:/queue/a\ncontent-length:5\n\na\0b\0c\0";
+    let f = decode_all(&mut d, wire).unwrap().remove(0);
+    assert_eq!(&f.body[..], b"a\0b\0c");
+    // The NUL after the counted body is required.
+    let mut d = decoder(Version::V1_2);
+    let bad = b"SEND\ncontent-length:1\n\nab\0";
+    assert_eq!(decode_all(&mut d, bad), Err(FrameError::MissingNul(1)));
+}
+
+#[test]
+fn split_at_every_byte_gives_the_same_frames() {
+    let wire: &[u8] = b"SEND\r\ndestination:/topic/x\r\ncontent-length:3\r\n\r\n\0\0\0\0\nMESSAGE\nfoo:bar\n\nbody\0";
+    let whole = decode_all(&mut decoder(Version::V1_2), wire).unwrap();
+    for cut in 0..wire.len() {
+        let mut d = decoder(Version::V1_2);
+        let mut buf = BytesMut::new();
+        let mut got = Vec::new();
+        for piece in [&wire[..cut], &wire[cut..]] {
+            buf.extend_from_slice(piece);
+            while let Some(f) = d.decode(&mut buf).unwrap() {
+                got.push(f);
+            }
+        }
+        assert_eq!(got, whole, "cut at {cut}");
+    }
+}
+
+#[test]
+fn escapes_per_version() {
+    let wire = b"SEND\na\\cb:x\\ny\\\\z\\r\n\n\0";
+    let f = decode_all(&mut decoder(Version::V1_2), wire)
+        .unwrap()
+        .remove(0);
+    assert_eq!(f.header("a:b"), Some("x\ny\\z\r"));
+    // 1.1 has no \r escape.
+    assert_eq!(
+        decode_all(&mut decoder(Version::V1_1), wire),
+        Err(FrameError::BadEscape('r'))
+    );
+    // 1.0 has no escapes at all.
+    let f = decode_all(&mut decoder(Version::V1_0), wire)
+        .unwrap()
+        .remove(0);
+    assert_eq!(f.header("a\\cb"), Some("x\\ny\\\\z\\r"));
+    // Unknown escapes are errors.
+    assert_eq!(
+        decode_all(&mut decoder(Version::V1_2), b"SEND\na:\\t\n\n\0"),
+        Err(FrameError::BadEscape('t'))
+    );
+    // CONNECT headers are never unescaped.
+    let f = decode_all(&mut decoder(Version::V1_2), b"CONNECT\nlogin:a\\tb\n\n\0")
+        .unwrap()
+        .remove(0);
+    assert_eq!(f.header("login"), Some("a\\tb"));
+}
+
+#[test]
+fn values_are_not_trimmed_and_first_repeated_header_wins() {
+    let f = decode_all(
+        &mut decoder(Version::V1_2),
+        b"SEND\nfoo: spaced \nfoo:second\nx:a:b\n\n\0",
+    )
+    .unwrap()
+    .remove(0);
+    assert_eq!(f.header("foo"), Some(" spaced "));
+    assert_eq!(f.header("x"), Some("a:b"));
+}
+
+#[test]
+fn malformed_frames_are_errors() {
+    let cases: &[(&[u8], FrameError)] = &[
+        (b"FOO\n\n\0", FrameError::UnknownCommand("FOO".into())),
+        (b"SEND\nnocolon\n\n\0", FrameError::MissingColon),
+        (
+            b"SEND\ncontent-length:x\n\n\0",
+            FrameError::BadContentLength("x".into()),
+        ),
+        (b"\rX", FrameError::BareCarriageReturn),
+    ];
+    for (wire, err) in cases {
+        assert_eq!(
+            decode_all(&mut decoder(Version::V1_2), wire).as_ref(),
+            Err(err)
+        );
+    }
+}
+
+#[test]
+fn limits_bound_frames_headers_and_lines() {
+    let limits = Limits {
+        max_frame_bytes: 1024,
+        max_headers: 2,
+        max_header_bytes: 32,
+    };
+    let mut d = Decoder::new(limits);
+    let big = [b"SEND\n\n".as_slice(), &[b'x'; 2000]].concat();
+    assert!(matches!(
+        decode_all(&mut d, &big),
+        Err(FrameError::TooLarge { .. })
+    ));
+    let mut d = Decoder::new(limits);
+    assert!(matches!(
+        decode_all(&mut d, b"SEND\na:1\nb:2\nc:3\n\n\0"),
+        Err(FrameError::TooManyHeaders { .. })
+    ));
+    let mut d = Decoder::new(limits);
+    let long = format!("SEND\na:{}\n\n\0", "v".repeat(64));
+    assert!(matches!(
+        decode_all(&mut d, long.as_bytes()),
+        Err(FrameError::HeaderTooLong { .. })
+    ));
+    let mut d = Decoder::new(limits);
+    assert!(matches!(
+        decode_all(&mut d, b"SEND\ncontent-length:999999\n\n"),
+        Err(FrameError::TooLarge { .. })
+    ));
+}
+
+#[test]
+fn encode_then_decode_round_trips_with_escapes() {
+    for v in [Version::V1_1, Version::V1_2] {
+        let f = Frame::new(Command::Message)
+            .with_header("destination", "/queue/a")
+            .with_header("weird:name", "line1\nline2\\")
+            .with_body(&b"bin\0ary"[..]);
+        let mut buf = BytesMut::new();
+        encode(&f, v, &mut buf);
+        let back = decode_all(&mut decoder(v), &buf).unwrap().remove(0);
+        assert_eq!(back.header("weird:name"), Some("line1\nline2\\"));
+        assert_eq!(back.header("content-length"), Some("7"));
+        assert_eq!(&back.body[..], b"bin\0ary");
+    }
+}
