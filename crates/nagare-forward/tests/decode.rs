@@ -358,3 +358,69 @@ fn oversized_request_is_refused_before_it_is_buffered() {
         Err(DecodeError::TooLarge { .. })
     ));
 }
+
+/// A cheap stand-in for the fuzz target in `cargo test`: random bytes and random
+/// mutations of valid frames, whole and split, must decode or fail, never panic.
+#[test]
+fn random_and_mutated_input_never_panics() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(6);
+    let entries: Vec<V> = (0..8)
+        .map(|i| V::Array(vec![event_time(i, i), rec(i as i64)]))
+        .collect();
+    let seeds = [
+        pack(&V::Array(vec![
+            V::from("a"),
+            V::from(1),
+            rec(1),
+            V::Map(vec![(V::from("chunk"), V::from("c"))]),
+        ])),
+        pack(&V::Array(vec![V::from("b"), V::Array(entries.clone())])),
+        pack(&V::Array(vec![V::from("c"), V::Binary(packed(&entries))])),
+        pack(&V::Array(vec![
+            V::from("d"),
+            V::Binary(gzip(&packed(&entries))),
+            V::Map(vec![(V::from("compressed"), V::from("gzip"))]),
+        ])),
+    ];
+    let limits = Limits {
+        max_chunk_bytes: 1 << 16,
+        max_decompressed_bytes: 1 << 16,
+    };
+    for round in 0..20_000 {
+        let mut input = if round % 4 == 0 {
+            (0..rng.gen_range(0..64))
+                .map(|_| rng.gen())
+                .collect::<Vec<u8>>()
+        } else {
+            seeds[round % seeds.len()].clone()
+        };
+        if !input.is_empty() {
+            for _ in 0..rng.gen_range(1..4) {
+                let at = rng.gen_range(0..input.len());
+                input[at] = rng.gen();
+            }
+        }
+        let cut = if input.is_empty() {
+            0
+        } else {
+            rng.gen_range(0..input.len())
+        };
+        let mut d = Decoder::new(limits);
+        let mut buf = BytesMut::from(&input[..cut]);
+        let feed = |buf: &mut BytesMut, d: &mut Decoder| {
+            while let Ok(Some(f)) = d.decode(buf) {
+                if let Frame::Request(r) = f {
+                    for e in &r.entries {
+                        let mut out = Vec::new();
+                        let _ =
+                            nagare_forward::json::write_json(&r.source[e.record.clone()], &mut out);
+                    }
+                }
+            }
+        };
+        feed(&mut buf, &mut d);
+        buf.extend_from_slice(&input[cut..]);
+        feed(&mut buf, &mut d);
+    }
+}
