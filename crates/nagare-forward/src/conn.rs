@@ -41,6 +41,20 @@ pub enum ConnError {
     TruncatedAtClose(usize),
 }
 
+impl ConnError {
+    /// A short label for logs and the `reason` of the close counter.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ConnError::Io(_) => "io",
+            ConnError::Decode(_) => "malformed",
+            ConnError::Ingest(_) => "storage",
+            ConnError::Auth(_) | ConnError::NoHandshake => "auth",
+            ConnError::Idle(_) => "idle",
+            ConnError::TruncatedAtClose(_) => "truncated",
+        }
+    }
+}
+
 /// Shared by every connection of a listener.
 pub struct Shared {
     pub broker: Arc<Broker>,
@@ -112,6 +126,10 @@ pub async fn handle(mut stream: TcpStream, shared: Arc<Shared>) -> Result<u64, C
                         return Err(ConnError::NoHandshake);
                     }
                     let pending = ingest.append(&req, req.chunk.is_some()).await?;
+                    metrics::counter!("nagare_forward_requests_total", "mode" => req.mode.name())
+                        .increment(1);
+                    metrics::counter!("nagare_forward_events_total")
+                        .increment(req.entries.len() as u64);
                     if let Some((p, offset)) = pending.sync {
                         match syncs.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &p)) {
                             Some((_, o)) => *o = (*o).max(offset),

@@ -75,6 +75,17 @@ pub enum Mode {
     CompressedPackedForward,
 }
 
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Message => "message",
+            Mode::Forward => "forward",
+            Mode::PackedForward => "packed_forward",
+            Mode::CompressedPackedForward => "compressed_packed_forward",
+        }
+    }
+}
+
 /// A decoded event request.
 #[derive(Debug, Clone)]
 pub struct Request {

@@ -74,13 +74,18 @@ pub async fn serve(
                         continue;
                     }
                 };
+                metrics::counter!("nagare_forward_connections_total").increment(1);
                 let shared = shared.clone();
                 let mut stop = shutdown.clone();
                 tokio::spawn(async move {
                     tokio::select! {
                         done = conn::handle(stream, shared) => match done {
                             Ok(events) => tracing::debug!(%peer, events, "forward connection closed"),
-                            Err(e) => tracing::warn!(%peer, error = %e, "forward connection closed"),
+                            Err(e) => {
+                                metrics::counter!("nagare_forward_connection_errors_total", "reason" => e.kind())
+                                    .increment(1);
+                                tracing::warn!(%peer, reason = e.kind(), error = %e, "forward connection closed");
+                            }
                         },
                         _ = stopped(&mut stop) => {}
                     }
