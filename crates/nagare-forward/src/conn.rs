@@ -101,16 +101,24 @@ pub async fn handle(mut stream: TcpStream, shared: Arc<Shared>) -> Result<u64, C
 
         let mut syncs: Vec<(Arc<Partition>, i64)> = Vec::new();
         let mut requests = 0;
+        // A failure ends the connection, but only after the requests before it in this
+        // round are made durable and acknowledged (the sender then resends less).
+        let mut failure: Option<ConnError> = None;
         loop {
-            let frame = match decoder.decode(&mut buf)? {
-                Some(f) => f,
-                None => break,
+            let frame = match decoder.decode(&mut buf) {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(e) => {
+                    failure = Some(e.into());
+                    break;
+                }
             };
             match frame {
                 Frame::Nil => {}
                 Frame::Ping(ping) => {
                     let Some(h) = handshake.as_ref() else {
-                        return Err(DecodeError::Shape("PING without a handshake").into());
+                        failure = Some(DecodeError::Shape("PING without a handshake").into());
+                        break;
                     };
                     let pong = h.pong(&ping, &cfg.shared_key, &cfg.self_hostname, &cfg.users);
                     stream.write_all(&pong.bytes).await?;
@@ -119,13 +127,19 @@ pub async fn handle(mut stream: TcpStream, shared: Arc<Shared>) -> Result<u64, C
                         return Err(ConnError::Auth(pong.reason));
                     }
                     handshake = None;
-                    continue;
                 }
                 Frame::Request(req) => {
                     if handshake.is_some() {
-                        return Err(ConnError::NoHandshake);
+                        failure = Some(ConnError::NoHandshake);
+                        break;
                     }
-                    let pending = ingest.append(&req, req.chunk.is_some()).await?;
+                    let pending = match ingest.append(&req, req.chunk.is_some()).await {
+                        Ok(p) => p,
+                        Err(e) => {
+                            failure = Some(e.into());
+                            break;
+                        }
+                    };
                     metrics::counter!("nagare_forward_requests_total", "mode" => req.mode.name())
                         .increment(1);
                     metrics::counter!("nagare_forward_events_total")
@@ -158,6 +172,9 @@ pub async fn handle(mut stream: TcpStream, shared: Arc<Shared>) -> Result<u64, C
         if !out.is_empty() {
             stream.write_all(&out).await?;
             out.clear();
+        }
+        if let Some(e) = failure {
+            return Err(e);
         }
         // Requests may be left in the buffer after a full round: decode before reading.
         more_buffered = requests >= MAX_REQUESTS_PER_ROUND;

@@ -348,3 +348,20 @@ async fn chunk_larger_than_max_message_bytes_is_split_and_acked_once() {
     assert_eq!(recs.len(), 1000);
     assert!(recs.iter().enumerate().all(|(i, r)| r.offset == i as i64));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_before_garbage_are_still_acked() {
+    let srv = start(Config::default()).await;
+    let mut s = TcpStream::connect(srv.addr).await.unwrap();
+    let mut bytes = pack(&V::Array(vec![
+        V::from("before"),
+        V::from(1),
+        rec(1),
+        V::Map(vec![(V::from("chunk"), V::from("first"))]),
+    ]));
+    bytes.extend_from_slice(b"\xc1garbage");
+    s.write_all(&bytes).await.unwrap();
+    assert_eq!(read_value(&mut s).await["ack"].as_str(), Some("first"));
+    assert!(closed(&mut s).await);
+    assert_eq!(records(&srv.broker, "before").len(), 1);
+}
