@@ -9,7 +9,7 @@ use std::ops::Range;
 use bytes::{Bytes, BytesMut};
 
 use crate::error::DecodeError;
-use crate::msgpack::{scan_value, Head, Reader, Scan};
+use crate::msgpack::{scan_resume, scan_value, Head, Reader, Scan, ScanState};
 
 /// Limits applied while decoding; see [`crate::Config`].
 #[derive(Debug, Clone, Copy)]
@@ -118,16 +118,28 @@ pub enum Frame {
 }
 
 /// Incremental decoder over a connection's receive buffer.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Decoder {
     limits: Limits,
     /// Bytes the buffer must hold before it is worth scanning again.
     need: usize,
+    /// Where the scan of the request at the front of the buffer stopped.
+    scan: ScanState,
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Decoder::new(Limits::default())
+    }
 }
 
 impl Decoder {
     pub fn new(limits: Limits) -> Decoder {
-        Decoder { limits, need: 0 }
+        Decoder {
+            limits,
+            need: 0,
+            scan: ScanState::start(0),
+        }
     }
 
     /// Bytes the buffer must hold before the next frame can be complete (a hint for how
@@ -142,7 +154,7 @@ impl Decoder {
         if buf.is_empty() || buf.len() < self.need {
             return Ok(None);
         }
-        match scan_value(buf, 0)? {
+        match scan_resume(buf, &mut self.scan)? {
             Scan::Incomplete(need) => {
                 if need > self.limits.max_chunk_bytes {
                     return Err(DecodeError::TooLarge {
@@ -155,6 +167,7 @@ impl Decoder {
             }
             Scan::Complete(end) => {
                 self.need = 0;
+                self.scan = ScanState::start(0);
                 if end > self.limits.max_chunk_bytes {
                     return Err(DecodeError::TooLarge {
                         size: end,

@@ -116,35 +116,56 @@ pub enum Scan {
     Incomplete(usize),
 }
 
+/// Where a scan stopped: the next head to read and how many values are still pending.
+/// Scanning resumes from here when more bytes arrive, so a large request trickling in
+/// is scanned once in total, not once per read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanState {
+    pub pos: usize,
+    pub pending: u64,
+}
+
+impl ScanState {
+    pub fn start(pos: usize) -> ScanState {
+        ScanState { pos, pending: 1 }
+    }
+}
+
 /// Finds where the value at `buf[start..]` ends without recursion or allocation: a
 /// counter of values still to skip replaces the stack (an array of n adds n, a map 2n).
 /// Each pending value takes at least one byte, which gives a lower bound on what is
 /// still missing, so a caller can wait for that much instead of rescanning every read.
 pub fn scan_value(buf: &[u8], start: usize) -> Result<Scan, DecodeError> {
-    let mut pos = start;
-    let mut pending: u64 = 1;
-    while pending > 0 {
+    scan_resume(buf, &mut ScanState::start(start))
+}
+
+/// [`scan_value`] from a saved state, which it updates (a value's head is consumed only
+/// once its payload is all there).
+pub fn scan_resume(buf: &[u8], st: &mut ScanState) -> Result<Scan, DecodeError> {
+    while st.pending > 0 {
+        let pos = st.pos;
         let Some((head, hl)) = read_head(buf, pos)? else {
             // The head itself is cut: at least one byte beyond what is there.
-            let need = need_at_least(pos, 1, pending - 1).max(buf.len() + 1);
+            let need = need_at_least(pos, 1, st.pending - 1).max(buf.len() + 1);
             return Ok(Scan::Incomplete(need));
         };
-        pending -= 1;
+        let end = pos + hl + payload_len(head);
+        let mut pending = st.pending - 1;
         match head {
             Head::Array(n) => pending += n as u64,
             Head::Map(n) => pending += 2 * n as u64,
             _ => {}
         }
-        let end = pos + hl + payload_len(head);
         if end > buf.len() {
             return Ok(Scan::Incomplete(need_at_least(end, 0, pending)));
         }
-        pos = end;
-        if pending > (buf.len() - pos) as u64 {
-            return Ok(Scan::Incomplete(need_at_least(pos, 0, pending)));
+        st.pos = end;
+        st.pending = pending;
+        if pending > (buf.len() - end) as u64 {
+            return Ok(Scan::Incomplete(need_at_least(end, 0, pending)));
         }
     }
-    Ok(Scan::Complete(pos))
+    Ok(Scan::Complete(st.pos))
 }
 
 fn need_at_least(pos: usize, extra: usize, pending: u64) -> usize {
@@ -249,6 +270,32 @@ mod tests {
                 Scan::Complete(_) => panic!("complete at {cut}"),
             }
         }
+    }
+
+    #[test]
+    fn resumed_scans_agree_with_whole_scans() {
+        use rmpv::Value as V;
+        let v = V::Array(
+            (0..50)
+                .map(|i| {
+                    V::Array(vec![
+                        V::from(i),
+                        V::Map(vec![(V::from("k"), V::from("v".repeat(i)))]),
+                    ])
+                })
+                .collect(),
+        );
+        let bytes = pack(&v);
+        let mut st = ScanState::start(0);
+        for cut in 0..bytes.len() {
+            assert!(
+                matches!(scan_resume(&bytes[..cut], &mut st).unwrap(), Scan::Incomplete(n) if n > cut)
+            );
+        }
+        assert_eq!(
+            scan_resume(&bytes, &mut st).unwrap(),
+            Scan::Complete(bytes.len())
+        );
     }
 
     #[test]

@@ -424,3 +424,29 @@ fn random_and_mutated_input_never_panics() {
         feed(&mut buf, &mut d);
     }
 }
+
+/// A large Forward-mode request trickling in is scanned once in total, not once per
+/// read (which would be quadratic: a slow sender could burn the CPU).
+#[test]
+fn trickled_large_request_is_not_rescanned_from_the_start() {
+    let entries: Vec<V> = (0..100_000)
+        .map(|i| V::Array(vec![V::from(i), V::Map(vec![(V::from("i"), V::from(i))])]))
+        .collect();
+    let frame = pack(&V::Array(vec![V::from("big"), V::Array(entries)]));
+    let mut d = Decoder::new(Limits::default());
+    let mut buf = BytesMut::new();
+    let t0 = std::time::Instant::now();
+    let mut got = None;
+    for piece in frame.chunks(500) {
+        buf.extend_from_slice(piece);
+        if let Some(f) = d.decode(&mut buf).unwrap() {
+            got = Some(f);
+        }
+    }
+    assert!(matches!(got, Some(Frame::Request(r)) if r.entries.len() == 100_000));
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        t0.elapsed()
+    );
+}
