@@ -11,6 +11,7 @@ fn run(pieces: &[&[u8]]) {
     let limits = Limits {
         max_chunk_bytes: 1 << 20,
         max_decompressed_bytes: 4 << 20,
+        max_events: 100_000,
     };
     let mut d = Decoder::new(limits);
     let mut buf = BytesMut::new();

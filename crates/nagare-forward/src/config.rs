@@ -7,6 +7,7 @@
 //! self_hostname = "nagare"
 //! max_chunk_bytes = 67108864     # largest request buffered (64 MiB)
 //! max_decompressed_bytes = 268435456
+//! max_events_per_request = 1000000
 //!
 //! [[forward.user]]               # optional: user authentication in the handshake
 //! username = "alice"
@@ -79,6 +80,9 @@ pub struct Config {
     pub max_chunk_bytes: u64,
     /// Largest decompressed CompressedPackedForward entry stream (bomb guard).
     pub max_decompressed_bytes: u64,
+    /// Most events in one request (tiny entries would otherwise turn a large request
+    /// into many times its size in records).
+    pub max_events_per_request: u64,
     /// Answer UDP heartbeats on the listener's address.
     pub udp_heartbeat: bool,
     /// Close connections idle this long (0: never); Fluentd's keepalive senders reconnect.
@@ -95,6 +99,7 @@ impl Default for Config {
             users: Vec::new(),
             max_chunk_bytes: 64 << 20,
             max_decompressed_bytes: 256 << 20,
+            max_events_per_request: 1_000_000,
             udp_heartbeat: true,
             idle_timeout_ms: 0,
         }
@@ -107,6 +112,7 @@ impl Config {
             max_chunk_bytes: usize::try_from(self.max_chunk_bytes).unwrap_or(usize::MAX),
             max_decompressed_bytes: usize::try_from(self.max_decompressed_bytes)
                 .unwrap_or(usize::MAX),
+            max_events: usize::try_from(self.max_events_per_request).unwrap_or(usize::MAX),
         }
     }
 }

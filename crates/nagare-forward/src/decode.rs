@@ -18,6 +18,8 @@ pub struct Limits {
     pub max_chunk_bytes: usize,
     /// Largest decompressed PackedForward entry stream.
     pub max_decompressed_bytes: usize,
+    /// Most events in one request.
+    pub max_events: usize,
 }
 
 impl Default for Limits {
@@ -25,6 +27,7 @@ impl Default for Limits {
         Limits {
             max_chunk_bytes: 64 << 20,
             max_decompressed_bytes: 256 << 20,
+            max_events: 1_000_000,
         }
     }
 }
@@ -221,7 +224,7 @@ pub fn parse_frame(frame: Bytes, limits: &Limits) -> Result<Frame, DecodeError> 
     };
     match r.peek()? {
         Head::Array(_) if forward => {
-            let entries = parse_entries_array(&mut r)?;
+            let entries = parse_entries_array(&mut r, limits.max_events)?;
             let chunk = parse_options(&mut r, &frame, len, 3)?.chunk;
             Ok(Frame::Request(Request {
                 mode: Mode::Forward,
@@ -239,7 +242,7 @@ pub fn parse_frame(frame: Bytes, limits: &Limits) -> Result<Frame, DecodeError> 
             let opts = parse_options(&mut r, &frame, len, 3)?;
             let (source, compressed) =
                 decompress(frame.slice(packed), opts.compressed.as_deref(), limits)?;
-            let entries = parse_packed(&source)?;
+            let entries = parse_packed(&source, limits.max_events)?;
             Ok(Frame::Request(Request {
                 mode: if compressed {
                     Mode::CompressedPackedForward
@@ -386,10 +389,13 @@ fn bounded_read(rd: impl Read, input_len: usize, max: usize) -> Result<Vec<u8>, 
 }
 
 /// Forward mode: `[[time, record], ...]`.
-fn parse_entries_array(r: &mut Reader<'_>) -> Result<Vec<Entry>, DecodeError> {
+fn parse_entries_array(r: &mut Reader<'_>, max: usize) -> Result<Vec<Entry>, DecodeError> {
     let Head::Array(n) = r.head()? else {
         return Err(DecodeError::Shape("entries must be an array"));
     };
+    if n > max {
+        return Err(DecodeError::TooManyEvents { limit: max });
+    }
     // Every entry takes at least 3 bytes: bound the allocation by what is really there.
     let mut entries = Vec::with_capacity(n.min((r.buf.len() - r.pos) / 3));
     for _ in 0..n {
@@ -399,10 +405,13 @@ fn parse_entries_array(r: &mut Reader<'_>) -> Result<Vec<Entry>, DecodeError> {
 }
 
 /// PackedForward: entries back to back until the end of the stream.
-pub fn parse_packed(source: &[u8]) -> Result<Vec<Entry>, DecodeError> {
+pub fn parse_packed(source: &[u8], max: usize) -> Result<Vec<Entry>, DecodeError> {
     let mut r = Reader::new(source);
-    let mut entries = Vec::with_capacity(estimate_entries(source));
+    let mut entries = Vec::with_capacity(estimate_entries(source).min(max));
     while !r.at_end() {
+        if entries.len() >= max {
+            return Err(DecodeError::TooManyEvents { limit: max });
+        }
         entries.push(parse_entry(&mut r)?);
     }
     Ok(entries)

@@ -12,6 +12,8 @@ pub enum DecodeError {
     TooLarge { size: usize, limit: usize },
     #[error("decompressed entries exceed max_decompressed_bytes {limit}")]
     DecompressedTooLarge { limit: usize },
+    #[error("request holds more than max_events_per_request {limit} events")]
+    TooManyEvents { limit: usize },
     #[error("bad compressed entries: {0}")]
     BadCompression(String),
     #[error("unsupported compression {0:?}")]

@@ -386,6 +386,7 @@ fn random_and_mutated_input_never_panics() {
     let limits = Limits {
         max_chunk_bytes: 1 << 16,
         max_decompressed_bytes: 1 << 16,
+        max_events: 1000,
     };
     for round in 0..20_000 {
         let mut input = if round % 4 == 0 {
@@ -449,4 +450,28 @@ fn trickled_large_request_is_not_rescanned_from_the_start() {
         "{:?}",
         t0.elapsed()
     );
+}
+
+#[test]
+fn too_many_events_are_refused() {
+    let limits = Limits {
+        max_events: 10,
+        ..Limits::default()
+    };
+    let entries: Vec<V> = (0..11)
+        .map(|i| V::Array(vec![V::from(i), rec(i)]))
+        .collect();
+    let fwd = pack(&V::Array(vec![V::from("t"), V::Array(entries.clone())]));
+    let packed_frame = pack(&V::Array(vec![V::from("t"), V::Binary(packed(&entries))]));
+    for frame in [fwd, packed_frame] {
+        assert_eq!(
+            decode_all(&frame, limits).unwrap_err(),
+            DecodeError::TooManyEvents { limit: 10 }
+        );
+    }
+    let ten = pack(&V::Array(vec![
+        V::from("t"),
+        V::Binary(packed(&entries[..10])),
+    ]));
+    assert!(decode_all(&ten, limits).is_ok());
 }
