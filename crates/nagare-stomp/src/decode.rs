@@ -87,6 +87,11 @@ impl Decoder {
                 nul
             }
             None => match memchr(0, &buf[self.scanned..]) {
+                Some(i) if self.scanned + i - head.body_start > self.limits.max_frame_bytes => {
+                    return Err(FrameError::TooLarge {
+                        limit: self.limits.max_frame_bytes,
+                    });
+                }
                 Some(i) => self.scanned + i,
                 None => {
                     self.scanned = buf.len();

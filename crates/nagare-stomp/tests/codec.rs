@@ -167,3 +167,17 @@ fn encode_then_decode_round_trips_with_escapes() {
         assert_eq!(&back.body[..], b"bin\0ary");
     }
 }
+
+#[test]
+fn body_without_content_length_is_bounded_even_when_complete() {
+    let limits = Limits {
+        max_frame_bytes: 1024,
+        ..Limits::default()
+    };
+    let wire = [b"SEND\n\n".as_slice(), &[b'x'; 1500], b"\0"].concat();
+    let mut d = Decoder::new(limits);
+    assert!(matches!(
+        decode_all(&mut d, &wire),
+        Err(FrameError::TooLarge { .. })
+    ));
+}

@@ -67,9 +67,11 @@ class Collector(stomp.ConnectionListener):
         raise AssertionError(f"no RECEIPT {rid}")
 
 
-def connect(nagare, version="1.2", heartbeats=(0, 0), binary=False, **kw):
+def connect(nagare, version="1.2", heartbeats=(0, 0), binary=False, vhost=None, **kw):
     cls = VERSIONS[version]
     args = {"heartbeats": heartbeats} if version != "1.0" else {}
+    if vhost is not None:
+        args["vhost"] = vhost
     if binary:
         args["auto_decode"] = False
     conn = cls([nagare.stomp], **args)
