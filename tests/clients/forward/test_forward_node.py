@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from fwdutil import HERE, check_events, kafka_read, wait_log
+from fwdutil import HERE, check_events, kafka_read, wait_log, write_config
 
 NODE_SENDER = HERE / "node" / "send.js"
 
@@ -45,3 +45,23 @@ def test_node_logger_shared_key_handshake(nagare_factory):
     with urllib.request.urlopen(f"http://{nagare.http}/topics", timeout=5) as resp:
         assert "node.denied" not in [t["name"] for t in json.load(resp)]
     assert "shared_key mismatch" in wait_log(nagare, "shared_key mismatch")
+
+
+def test_node_logger_handshake_with_user_authentication(nagare_factory, tmp_path):
+    args = write_config(tmp_path, """
+[forward]
+shared_key = "k3y"
+self_hostname = "nagare-users"
+
+[[forward.user]]
+username = "alice"
+password = "wonderland"
+""")
+    nagare = nagare_factory(extra_args=args)
+    n = 50
+    run_node(nagare, "node.user", n, "PackedForward", "k3y", "client-host", "alice", "wonderland")
+    check_events(kafka_read(nagare, "node.user", n), "node.user", n, prefix="node event")
+    r = run_node(nagare, "node.baduser", 1, "PackedForward", "k3y", "client-host", "alice", "oops",
+                 expect_ok=False, timeout_ms=3000)
+    assert r.returncode != 0
+    assert "username/password mismatch" in wait_log(nagare, "username/password mismatch")

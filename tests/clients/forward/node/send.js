@@ -1,5 +1,5 @@
 // Sends events with @fluent-org/logger as a pytest test drives it:
-//   node send.js HOST PORT TAG COUNT MODE [SHARED_KEY [HOSTNAME]]
+//   node send.js HOST PORT TAG COUNT MODE [SHARED_KEY [HOSTNAME [USERNAME PASSWORD]]]
 // MODE: Message | Forward | PackedForward | CompressedPackedForward. Every emit asks for
 // an ack; the script exits 0 only once every event is acknowledged. Event i is
 // {"seq": i, "msg": "node event i"} at EventTime(1700000000+i, i*1000).
@@ -7,7 +7,8 @@
 const { FluentClient, EventTime } = require("@fluent-org/logger");
 
 async function main() {
-  const [host, port, tag, countArg, mode, sharedKey, hostname] = process.argv.slice(2);
+  const [host, port, tag, countArg, mode, sharedKey, hostname, username, password] =
+    process.argv.slice(2);
   const count = parseInt(countArg, 10);
   const options = {
     socket: { host, port: parseInt(port, 10), timeout: 10000, disableReconnect: true },
@@ -17,6 +18,10 @@ async function main() {
   };
   if (sharedKey) {
     options.security = { clientHostname: hostname || "node-client", sharedKey };
+    if (username) {
+      options.security.username = username;
+      options.security.password = password || "";
+    }
   }
   const logger = new FluentClient(tag, options);
   await logger.connect();
