@@ -16,6 +16,7 @@ use nagare_log::batch::{self, NewRecord, HEADER_LEN};
 use nagare_log::AppendInfo;
 use parking_lot::Mutex;
 use thiserror::Error;
+use tokio::sync::oneshot;
 
 use crate::{AckLevel, Broker, CoreError, Partition};
 
@@ -71,6 +72,9 @@ struct BatchSeq {
     base_offset: i64,
     last_offset: i64,
     max_timestamp: i64,
+    /// Accepted in the group being appended right now (index in the group): its offsets
+    /// are not known yet.
+    pending: Option<usize>,
 }
 
 #[derive(Debug, Default)]
@@ -84,7 +88,22 @@ struct PartitionState {
     producers: HashMap<i64, ProducerEntry>,
 }
 
-type SharedState = Arc<Mutex<PartitionState>>;
+/// One batch waiting in a partition's append queue.
+struct Pending {
+    batch: BytesMut,
+    header: batch::BatchHeader,
+    done: oneshot::Sender<Result<Appended, ProduceError>>,
+}
+
+/// Per partition: the producer state, the queue of batches waiting to be appended, and
+/// the lock held by whichever task is appending the queue right now.
+struct PartitionSlot {
+    state: Mutex<PartitionState>,
+    queue: Mutex<Vec<Pending>>,
+    appender: Mutex<()>,
+}
+
+type SharedState = Arc<PartitionSlot>;
 
 /// Producer ids and the sequence state of every partition.
 pub struct Producers {
@@ -174,66 +193,56 @@ impl Producers {
     /// Appends one record batch to `partition`. A batch without a producer id goes straight
     /// to the log; an idempotent one is checked against its producer's sequence first.
     /// Then waits for the fsync that `ack` and the flush policy call for.
+    ///
+    /// Batches that arrive for one partition while another task is appending are queued and
+    /// appended by that task as one group: one lock, one vectored write, one wake-up of the
+    /// readers (producers on many connections share the work instead of queueing on the
+    /// log's lock one write at a time).
     pub async fn append(
         &self,
         partition: &Arc<Partition>,
-        mut batch: BytesMut,
+        batch: BytesMut,
         ack: AckLevel,
     ) -> Result<Appended, ProduceError> {
         let header = batch::parse_header(&batch).map_err(nagare_log::LogError::from)?;
-        if header.producer_id < 0 {
-            let info = partition.append(batch, ack).await?;
-            return Ok(Appended {
-                info,
-                duplicate: false,
-            });
-        }
-        let state = self.state_of(partition);
-        let (info, duplicate) = {
-            let mut state = state.lock();
-            if !state
-                .partition
-                .upgrade()
-                .is_some_and(|p| Arc::ptr_eq(&p, partition))
-            {
-                // First idempotent batch since start (or the topic was re-created).
-                state.partition = Arc::downgrade(partition);
-                state.producers = rebuild(partition);
-            }
-            let entry = state.producers.entry(header.producer_id).or_default();
-            let last_seq = header.base_sequence.wrapping_add(header.last_offset_delta);
-            match check(
-                entry,
-                header.producer_id,
-                header.producer_epoch,
-                header.base_sequence,
-                last_seq,
-            )? {
-                Some(dup) => (dup, true),
-                None => {
-                    let info = partition.log().append(&mut batch)?;
-                    partition.publish_end_offset();
-                    if header.producer_epoch > entry.epoch || entry.batches.is_empty() {
-                        entry.epoch = header.producer_epoch;
+        let slot = self.state_of(partition);
+        let (done, mut result) = oneshot::channel();
+        slot.queue.lock().push(Pending {
+            batch,
+            header,
+            done,
+        });
+        loop {
+            match slot.appender.try_lock() {
+                Some(guard) => {
+                    loop {
+                        let group = std::mem::take(&mut *slot.queue.lock());
+                        if group.is_empty() {
+                            break;
+                        }
+                        append_group(&slot, partition, group);
                     }
-                    remember(
-                        entry,
-                        BatchSeq {
-                            first_seq: header.base_sequence,
-                            last_seq,
-                            base_offset: info.base_offset,
-                            last_offset: info.last_offset,
-                            max_timestamp: info.max_timestamp,
-                        },
-                    );
-                    (info, false)
+                    drop(guard);
                 }
+                // The task holding the lock appends our batch with its group.
+                None => break,
             }
-        };
-        if partition.needs_sync(ack) {
-            partition.sync_to(info.last_offset + 1).await?;
+            // Re-check after letting go: a batch queued between our last look and the
+            // unlock would otherwise wait for the next producer.
+            if slot.queue.lock().is_empty() {
+                break;
+            }
         }
-        Ok(Appended { info, duplicate })
+        let appended = match result.try_recv() {
+            Ok(r) => r,
+            Err(_) => result
+                .await
+                .map_err(|_| ProduceError::Core(CoreError::ShuttingDown))?,
+        }?;
+        if partition.needs_sync(ack) {
+            partition.sync_to(appended.info.last_offset + 1).await?;
+        }
+        Ok(appended)
     }
 
     fn state_of(&self, partition: &Arc<Partition>) -> SharedState {
@@ -242,12 +251,146 @@ impl Producers {
             .lock()
             .entry(key)
             .or_insert_with(|| {
-                Arc::new(Mutex::new(PartitionState {
-                    partition: Weak::new(),
-                    producers: HashMap::new(),
-                }))
+                Arc::new(PartitionSlot {
+                    state: Mutex::new(PartitionState {
+                        partition: Weak::new(),
+                        producers: HashMap::new(),
+                    }),
+                    queue: Mutex::new(Vec::new()),
+                    appender: Mutex::new(()),
+                })
             })
             .clone()
+    }
+}
+
+/// What happens to one batch of a group.
+enum Decision {
+    Append,
+    Duplicate(AppendInfo),
+    /// A retry of a batch earlier in the same group.
+    DuplicateOfPending(usize),
+    Refused(ProduceError),
+}
+
+/// Appends a group of batches in order: sequence checks for idempotent ones, then one
+/// `append_many`, then the answers.
+fn append_group(slot: &PartitionSlot, partition: &Arc<Partition>, group: Vec<Pending>) {
+    let mut state = slot.state.lock();
+    if group.iter().any(|p| p.header.producer_id >= 0)
+        && !state
+            .partition
+            .upgrade()
+            .is_some_and(|p| Arc::ptr_eq(&p, partition))
+    {
+        // First idempotent batch since start (or the topic was re-created).
+        state.partition = Arc::downgrade(partition);
+        state.producers = rebuild(partition);
+    }
+    let mut decisions = Vec::with_capacity(group.len());
+    for (i, p) in group.iter().enumerate() {
+        let h = &p.header;
+        if h.producer_id < 0 {
+            decisions.push(Decision::Append);
+            continue;
+        }
+        let entry = state.producers.entry(h.producer_id).or_default();
+        let last_seq = h.base_sequence.wrapping_add(h.last_offset_delta);
+        decisions.push(
+            match check(
+                entry,
+                h.producer_id,
+                h.producer_epoch,
+                h.base_sequence,
+                last_seq,
+            ) {
+                Err(e) => Decision::Refused(e),
+                Ok(Some(original)) if original.base_offset < 0 => {
+                    Decision::DuplicateOfPending((-1 - original.base_offset) as usize)
+                }
+                Ok(Some(original)) => Decision::Duplicate(original),
+                Ok(None) => {
+                    if h.producer_epoch > entry.epoch || entry.batches.is_empty() {
+                        entry.epoch = h.producer_epoch;
+                    }
+                    remember(
+                        entry,
+                        BatchSeq {
+                            first_seq: h.base_sequence,
+                            last_seq,
+                            base_offset: -1 - i as i64,
+                            last_offset: -1,
+                            max_timestamp: -1,
+                            pending: Some(i),
+                        },
+                    );
+                    Decision::Append
+                }
+            },
+        );
+    }
+    let mut group = group;
+    let mut to_append: Vec<usize> = Vec::new();
+    let mut slices: Vec<&mut [u8]> = Vec::new();
+    for (i, p) in group.iter_mut().enumerate() {
+        if matches!(decisions[i], Decision::Append) {
+            to_append.push(i);
+            slices.push(&mut p.batch[..]);
+        }
+    }
+    let appended = if slices.is_empty() {
+        Vec::new()
+    } else {
+        partition.log().append_many(&mut slices)
+    };
+    drop(slices);
+    if !to_append.is_empty() {
+        partition.publish_end_offset();
+    }
+    let mut results: Vec<Option<Result<AppendInfo, ProduceError>>> =
+        (0..group.len()).map(|_| None).collect();
+    for (&i, r) in to_append.iter().zip(appended) {
+        results[i] = Some(r.map_err(ProduceError::from));
+    }
+    // Settle the provisional sequence entries: real offsets, or gone if the log refused.
+    for entry in state.producers.values_mut() {
+        entry.batches.retain_mut(|b| match b.pending.take() {
+            None => true,
+            Some(i) => match &results[i] {
+                Some(Ok(info)) => {
+                    b.base_offset = info.base_offset;
+                    b.last_offset = info.last_offset;
+                    b.max_timestamp = info.max_timestamp;
+                    true
+                }
+                _ => false,
+            },
+        });
+    }
+    drop(state);
+    for (i, (p, decision)) in group.into_iter().zip(decisions).enumerate() {
+        let answer = match decision {
+            Decision::Append => results[i]
+                .take()
+                .unwrap_or(Err(ProduceError::Core(CoreError::ShuttingDown)))
+                .map(|info| Appended {
+                    info,
+                    duplicate: false,
+                }),
+            Decision::Duplicate(info) => Ok(Appended {
+                info,
+                duplicate: true,
+            }),
+            Decision::DuplicateOfPending(j) => match &results[j] {
+                Some(Ok(info)) => Ok(Appended {
+                    info: *info,
+                    duplicate: true,
+                }),
+                _ => Err(ProduceError::Core(CoreError::ShuttingDown)),
+            },
+            Decision::Refused(e) => Err(e),
+        };
+        let _ = p.done.send(answer);
     }
 }
 
@@ -363,6 +506,7 @@ fn rebuild(partition: &Partition) -> HashMap<i64, ProducerEntry> {
                     base_offset: h.base_offset,
                     last_offset: h.last_offset(),
                     max_timestamp: h.max_timestamp,
+                    pending: None,
                 },
             );
         }
@@ -397,6 +541,7 @@ mod tests {
                     base_offset: o,
                     last_offset: o + (l - f) as i64,
                     max_timestamp: 0,
+                    pending: None,
                 },
             );
         }

@@ -373,3 +373,46 @@ async fn idempotent_producer_dedups_fences_and_survives_restart() {
     );
     assert_eq!(epoch, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_producers_share_group_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = state(dir.path());
+    state.broker.topic_or_create("t").unwrap();
+    let mut tasks = Vec::new();
+    for task in 0..8i64 {
+        let state = state.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut offsets = Vec::new();
+            for seq in 0..50 {
+                let batch = if task % 2 == 0 {
+                    idempotent_batch(1000 + task, 0, seq, b"v")
+                } else {
+                    build_batch(&[NewRecord {
+                        value: Some(Bytes::from_static(b"v")),
+                        ..NewRecord::default()
+                    }])
+                    .freeze()
+                };
+                let (err, offset) = produce_batch(&state, batch.clone()).await;
+                assert_eq!(err, 0);
+                if task % 2 == 0 {
+                    // A retry gets the same offset and writes nothing.
+                    assert_eq!(produce_batch(&state, batch).await, (0, offset));
+                }
+                offsets.push(offset);
+            }
+            offsets
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    all.sort();
+    assert_eq!(all, (0..400).collect::<Vec<i64>>());
+    assert_eq!(
+        state.broker.partition("t", 0).unwrap().log_end_offset(),
+        400
+    );
+}
