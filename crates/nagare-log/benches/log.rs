@@ -73,6 +73,32 @@ fn append(c: &mut Criterion) {
             })
         });
     }
+    // Group commit: four producers each waiting for their own fsync share them.
+    let dir = bench_dir();
+    let log = PartitionLog::open(dir.path(), config(FlushPolicy::Always)).unwrap();
+    group.bench_function(
+        BenchmarkId::from_parameter("sync_every_append_4_threads"),
+        |b| {
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                std::thread::scope(|s| {
+                    for t in 0..4u64 {
+                        let log = &log;
+                        let mut buf = template.clone();
+                        s.spawn(move || {
+                            for _ in (t..iters).step_by(4) {
+                                let info = log.append(&mut buf).unwrap();
+                                log.sync_to(info.last_offset + 1).unwrap();
+                            }
+                        });
+                    }
+                });
+                let took = start.elapsed();
+                log.apply_retention(i64::MAX).unwrap();
+                took
+            })
+        },
+    );
     group.finish();
 }
 
