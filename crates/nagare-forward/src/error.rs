@@ -22,6 +22,8 @@ pub enum DecodeError {
     Shape(&'static str),
     #[error("bad event time: {0}")]
     Time(&'static str),
+    #[error("record larger than the topic's batch limit ({limit} bytes)")]
+    RecordTooLarge { limit: usize },
     #[error("record nested deeper than {0} levels")]
     TooDeep(usize),
 }

@@ -21,7 +21,7 @@ use crate::batch::{BatchWriter, HEADER_LEN};
 use crate::config::Format;
 use crate::decode::{EventTime, Request};
 use crate::error::DecodeError;
-use crate::json::write_json;
+use crate::json::write_json_limited;
 use crate::route::{Router, Target};
 
 pub const TAG_HEADER: &str = "fluent.tag";
@@ -132,9 +132,14 @@ impl Ingest {
         if req.entries.is_empty() {
             return Ok(Pending { sync: None });
         }
-        let batches = self.build(req, format, max_batch)?;
+        // One batch at a time: memory stays bounded by the topic's batch limit however
+        // much larger the records' JSON is than the request.
+        let budget = max_batch.saturating_sub(BATCH_MARGIN).max(HEADER_LEN + 1);
         let mut last = -1;
-        for batch in batches {
+        let mut from = 0;
+        while from < req.entries.len() {
+            let (batch, next) = self.build(req, from, format, budget)?;
+            from = next;
             let info = partition
                 .append(batch, AckLevel::None)
                 .await
@@ -156,35 +161,39 @@ impl Ingest {
         Ok(Pending { sync })
     }
 
-    /// The request's events as record batches: one, unless it would exceed the topic's
-    /// `max_message_bytes`.
+    /// Events from `from` on as one record batch of at most `budget` bytes (at least one
+    /// event); returns it with the index of the first event left out.
     fn build(
         &mut self,
         req: &Request,
+        from: usize,
         format: Format,
-        max_batch: usize,
-    ) -> Result<Vec<BytesMut>, DecodeError> {
-        let budget = max_batch.saturating_sub(BATCH_MARGIN).max(HEADER_LEN + 1);
-        let estimate =
-            (req.source.len() + req.source.len() / 4 + req.entries.len() * 64).min(budget);
-        let mut batches = Vec::with_capacity(1);
+        budget: usize,
+    ) -> Result<(BytesMut, usize), DecodeError> {
+        let rest = &req.entries[from..];
+        let estimate = (req.source.len() + req.source.len() / 4 + rest.len() * 64).min(budget);
         let mut w = BatchWriter::new(estimate);
         let json = &mut self.json;
-        for e in &req.entries {
+        // A record alone beyond the budget could never be appended.
+        let value_limit = budget.saturating_sub(HEADER_LEN + RECORD_OVERHEAD + req.tag.len() + 40);
+        for (i, e) in rest.iter().enumerate() {
             let record = &req.source[e.record.clone()];
             let value: &[u8] = match format {
                 Format::Json => {
                     json.clear();
-                    write_json(record, json)?;
+                    write_json_limited(record, json, value_limit)?;
                     json
                 }
                 Format::Msgpack => record,
             };
+            if value.len() > value_limit {
+                return Err(DecodeError::RecordTooLarge { limit: value_limit });
+            }
             let mut digits = [0u8; 40];
             let ns = fmt_nanos(&mut digits, e.time);
             let size = RECORD_OVERHEAD + value.len() + req.tag.len() + ns.len();
             if !w.is_empty() && w.len() + size > budget {
-                batches.push(std::mem::replace(&mut w, BatchWriter::new(estimate)).finish());
+                return Ok((w.finish(), from + i));
             }
             w.push(
                 e.time.millis(),
@@ -192,8 +201,11 @@ impl Ingest {
                 &[(TAG_HEADER, &req.tag), (TIME_HEADER, ns)],
             );
         }
-        batches.push(w.finish());
-        Ok(batches)
+        // Shrink the reused scratch if one huge record grew it.
+        if json.capacity() > 1 << 20 {
+            *json = Vec::with_capacity(1024);
+        }
+        Ok((w.finish(), req.entries.len()))
     }
 }
 

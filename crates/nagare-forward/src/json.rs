@@ -12,67 +12,91 @@ pub const MAX_DEPTH: usize = 64;
 
 /// Appends the JSON form of the value at `src` (which must be exactly one value).
 pub fn write_json(src: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
-    let mut r = Reader::new(src);
-    value(&mut r, out, 0)
+    write_json_limited(src, out, usize::MAX)
 }
 
-fn value(r: &mut Reader<'_>, out: &mut Vec<u8>, depth: usize) -> Result<(), DecodeError> {
-    if depth > MAX_DEPTH {
-        return Err(DecodeError::TooDeep(MAX_DEPTH));
-    }
-    match r.head()? {
-        Head::Nil => out.extend_from_slice(b"null"),
-        Head::Bool(true) => out.extend_from_slice(b"true"),
-        Head::Bool(false) => out.extend_from_slice(b"false"),
-        Head::Uint(u) => push_u64(out, u),
-        Head::Int(i) => push_i64(out, i),
-        Head::F32(f) => push_f64(out, f as f64),
-        Head::F64(f) => push_f64(out, f),
-        Head::Str(n) | Head::Bin(n) => push_str(out, r.bytes(n)?),
-        Head::Ext(ty, n) => {
-            let b = r.bytes(n)?;
-            if ty == 0 && n == 8 {
-                let secs = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-                let nanos = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
-                push_f64(out, secs as f64 + nanos as f64 / 1e9);
-            } else {
-                out.extend_from_slice(b"null");
-            }
-        }
-        Head::Array(n) => {
-            out.push(b'[');
-            for i in 0..n {
-                if i > 0 {
-                    out.push(b',');
-                }
-                value(r, out, depth + 1)?;
-            }
-            out.push(b']');
-        }
-        Head::Map(n) => {
-            out.push(b'{');
-            for i in 0..n {
-                if i > 0 {
-                    out.push(b',');
-                }
-                key(r, out, depth + 1)?;
-                out.push(b':');
-                value(r, out, depth + 1)?;
-            }
-            out.push(b'}');
-        }
-    }
-    Ok(())
+/// [`write_json`] that gives up once `out` grows beyond `limit` bytes (JSON text can be
+/// several times larger than the MessagePack it comes from).
+pub fn write_json_limited(src: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<(), DecodeError> {
+    let mut w = Writer {
+        r: Reader::new(src),
+        limit,
+    };
+    w.value(out, 0, false)
 }
 
-fn key(r: &mut Reader<'_>, out: &mut Vec<u8>, depth: usize) -> Result<(), DecodeError> {
-    match r.peek()? {
-        Head::Str(_) | Head::Bin(_) => value(r, out, depth),
-        _ => {
-            let mut tmp = Vec::new();
-            value(r, &mut tmp, depth)?;
-            push_str(out, &tmp);
-            Ok(())
+struct Writer<'a> {
+    r: Reader<'a>,
+    limit: usize,
+}
+
+impl Writer<'_> {
+    /// `in_key`: inside a non-string map key being turned into text; nested keys are
+    /// then written as raw text, because the outermost key escapes everything once
+    /// (escaping at every level would double the size per level).
+    fn value(&mut self, out: &mut Vec<u8>, depth: usize, in_key: bool) -> Result<(), DecodeError> {
+        if depth > MAX_DEPTH {
+            return Err(DecodeError::TooDeep(MAX_DEPTH));
+        }
+        if out.len() > self.limit {
+            return Err(DecodeError::RecordTooLarge { limit: self.limit });
+        }
+        let r = &mut self.r;
+        match r.head()? {
+            Head::Nil => out.extend_from_slice(b"null"),
+            Head::Bool(true) => out.extend_from_slice(b"true"),
+            Head::Bool(false) => out.extend_from_slice(b"false"),
+            Head::Uint(u) => push_u64(out, u),
+            Head::Int(i) => push_i64(out, i),
+            Head::F32(f) => push_f64(out, f as f64),
+            Head::F64(f) => push_f64(out, f),
+            Head::Str(n) | Head::Bin(n) => push_str(out, r.bytes(n)?),
+            Head::Ext(ty, n) => {
+                let b = r.bytes(n)?;
+                if ty == 0 && n == 8 {
+                    let secs = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+                    let nanos = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+                    push_f64(out, secs as f64 + nanos as f64 / 1e9);
+                } else {
+                    out.extend_from_slice(b"null");
+                }
+            }
+            Head::Array(n) => {
+                out.push(b'[');
+                for i in 0..n {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    self.value(out, depth + 1, in_key)?;
+                }
+                out.push(b']');
+            }
+            Head::Map(n) => {
+                out.push(b'{');
+                for i in 0..n {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    self.key(out, depth + 1, in_key)?;
+                    out.push(b':');
+                    self.value(out, depth + 1, in_key)?;
+                }
+                out.push(b'}');
+            }
+        }
+        Ok(())
+    }
+
+    fn key(&mut self, out: &mut Vec<u8>, depth: usize, in_key: bool) -> Result<(), DecodeError> {
+        match self.r.peek()? {
+            Head::Str(_) | Head::Bin(_) => self.value(out, depth, in_key),
+            _ if in_key => self.value(out, depth, true),
+            _ => {
+                let mut tmp = Vec::new();
+                self.value(&mut tmp, depth, true)?;
+                push_str(out, &tmp);
+                Ok(())
+            }
         }
     }
 }
@@ -219,6 +243,34 @@ mod tests {
         assert!(j["x"].is_null());
         assert_eq!(j["7"], serde_json::json!([null, true, false]));
         assert_eq!(j["m"], serde_json::json!({}));
+    }
+
+    #[test]
+    fn nested_non_string_keys_grow_linearly() {
+        // {{{...: 1}: 1}: 1} 60 levels deep: escaping per level would double each time.
+        let mut v = V::from("x\"y");
+        for _ in 0..60 {
+            v = V::Map(vec![(v, V::from(1))]);
+        }
+        let mut b = Vec::new();
+        rmpv::encode::write_value(&mut b, &v).unwrap();
+        let mut out = Vec::new();
+        write_json(&b, &mut out).unwrap();
+        assert!(out.len() < 2000, "{}", out.len());
+        let j: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert!(j.is_object());
+    }
+
+    #[test]
+    fn output_limit_is_enforced() {
+        let v = V::Array(vec![V::Nil; 1000]);
+        let mut b = Vec::new();
+        rmpv::encode::write_value(&mut b, &v).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(
+            write_json_limited(&b, &mut out, 100),
+            Err(DecodeError::RecordTooLarge { limit: 100 })
+        );
     }
 
     #[test]
