@@ -25,8 +25,10 @@ use crate::{Chunk, KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
     key: ApiKey::Fetch,
-    advertised: (4, 13),
-    accepted: (4, 13),
+    // Topic ids from v13 on; v14-v17 only add fields we leave empty (tagged fields,
+    // replica state and directory ids used by followers).
+    advertised: (4, 17),
+    accepted: (4, 17),
     call: |state, req| Box::pin(handle(state, req)),
 };
 
@@ -263,7 +265,7 @@ impl FetchEncoder {
     }
 }
 
-/// The Fetch response body at `version` (4..=13) as memory and file pieces.
+/// The Fetch response body at `version` (4..=17) as memory and file pieces.
 pub fn encode_response(version: i16, topics: &[TopicResult]) -> Vec<Chunk> {
     let mut e = FetchEncoder {
         flexible: version >= 12,
@@ -348,7 +350,7 @@ mod tests {
                 },
             ],
         }];
-        for version in 4..=13 {
+        for version in 4..=17 {
             let mut body = flatten(encode_response(version, &topics));
             let r = FetchResponse::decode(&mut body, version).unwrap();
             assert!(body.is_empty(), "v{version} left bytes");

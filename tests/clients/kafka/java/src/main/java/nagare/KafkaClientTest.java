@@ -18,7 +18,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
  * The Apache Kafka Java client against nagare, default settings (idempotent, acks=all).
- * Usage: produce BOOTSTRAP TOPIC COUNT | consume BOOTSTRAP TOPIC COUNT.
+ * Usage: produce BOOTSTRAP TOPIC COUNT | consume BOOTSTRAP TOPIC COUNT
+ *        | perf-consume BOOTSTRAP TOPIC COUNT (throughput of an assign() consumer, for benchmarks).
  * Prints "OK ..." and exits 0 when everything checked out.
  */
 public final class KafkaClientTest {
@@ -29,6 +30,8 @@ public final class KafkaClientTest {
         int count = Integer.parseInt(args[3]);
         if (mode.equals("produce")) {
             produce(bootstrap, topic, count);
+        } else if (mode.equals("perf-consume")) {
+            perfConsume(bootstrap, topic, count);
         } else {
             consume(bootstrap, topic, count);
         }
@@ -83,5 +86,31 @@ public final class KafkaClientTest {
             }
         }
         System.out.println("OK consumed " + count);
+    }
+
+    static void perfConsume(String bootstrap, String topic, int count) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+        p.put("value.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+        p.put("enable.auto.commit", "false");
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+            TopicPartition tp = new TopicPartition(topic, 0);
+            consumer.assign(List.of(tp));
+            consumer.seekToBeginning(List.of(tp));
+            long seen = 0;
+            long bytes = 0;
+            long start = System.nanoTime();
+            long deadline = System.currentTimeMillis() + 120_000;
+            while (seen < count && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(500))) {
+                    seen++;
+                    bytes += r.value() == null ? 0 : r.value().length;
+                }
+            }
+            double secs = (System.nanoTime() - start) / 1e9;
+            System.out.printf("RESULT consumed=%d secs=%.3f records_per_sec=%.0f mb_per_sec=%.2f%n",
+                    seen, secs, seen / secs, bytes / 1e6 / secs);
+        }
     }
 }
