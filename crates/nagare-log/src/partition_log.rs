@@ -503,18 +503,36 @@ impl PartitionLog {
     pub fn flushed_offset(&self) -> i64 {
         self.flushed.load(Ordering::Acquire)
     }
-    /// Largest record timestamp in the log and the offset of its batch's last record.
+    /// Largest record timestamp in the log and the offset of the first record holding it
+    /// (as Kafka answers ListOffsets MAX_TIMESTAMP); the offset of its batch's last
+    /// record if that batch cannot be decoded.
     pub fn max_timestamp(&self) -> Option<(i64, i64)> {
+        let p = self.published();
         let segs = self.segments.read();
-        let mut best: Option<(i64, i64)> = None;
+        let mut best: Option<(i64, i64, &Arc<Segment>)> = None;
         for seg in segs.iter() {
             if let Some((ts, off)) = seg.idx.read().max_timestamp {
-                if best.is_none_or(|(b, _)| ts > b) {
-                    best = Some((ts, off));
+                if best.is_none_or(|(b, _, _)| ts > b) {
+                    best = Some((ts, off, seg));
                 }
             }
         }
-        best
+        let (ts, last, seg) = best?;
+        let limit = if seg.base == p.active_base {
+            p.active_size
+        } else {
+            seg.size()
+        };
+        let exact = seg.find(last, limit).ok().flatten().and_then(|(pos, h)| {
+            let mut buf = vec![0u8; h.total_len()];
+            seg.file.read_exact_at(&mut buf, pos).ok()?;
+            let records = batch::decode_records(&buf).ok()?;
+            records
+                .into_iter()
+                .find(|r| r.timestamp == ts)
+                .map(|r| r.offset)
+        });
+        Some((ts, exact.unwrap_or(last)))
     }
     /// First record whose timestamp is >= `timestamp`, as (offset, its timestamp): the
     /// first batch whose max timestamp reaches it, then the record inside (falling back

@@ -121,7 +121,7 @@ fn time_index_and_max_timestamp() {
         let mut b = build_batch(&[rec("a", t), rec("b", t + 10), rec("c", t + 5)]);
         log.append(&mut b).unwrap();
     }
-    assert_eq!(log.max_timestamp(), Some((3910, 119)));
+    assert_eq!(log.max_timestamp(), Some((3910, 118)));
     assert_eq!(log.offset_for_timestamp(-5), Some((0, 0)));
     assert_eq!(log.offset_for_timestamp(1203), Some((37, 1210)));
     assert_eq!(log.offset_for_timestamp(1206), Some((37, 1210)));
@@ -131,7 +131,7 @@ fn time_index_and_max_timestamp() {
     log.close().unwrap();
     drop(log);
     let log = PartitionLog::open(dir.path(), small_config(1000)).unwrap();
-    assert_eq!(log.max_timestamp(), Some((3910, 119)));
+    assert_eq!(log.max_timestamp(), Some((3910, 118)));
     assert_eq!(log.offset_for_timestamp(2001), Some((61, 2010)));
 }
 
@@ -436,14 +436,16 @@ impl Model {
     }
 
     fn max_timestamp(&self) -> Option<(i64, i64)> {
-        let mut best: Option<(i64, i64)> = None;
+        let mut best: Option<&Vec<u8>> = None;
         for b in &self.batches {
-            let h = Self::header(b);
-            if best.is_none_or(|(t, _)| h.max_timestamp > t) {
-                best = Some((h.max_timestamp, h.last_offset()));
+            if best.is_none_or(|w| Self::header(b).max_timestamp > Self::header(w).max_timestamp) {
+                best = Some(b);
             }
         }
-        best
+        let b = best?;
+        let ts = Self::header(b).max_timestamp;
+        let r = decode_records(b).unwrap();
+        Some((ts, r.iter().find(|r| r.timestamp == ts).unwrap().offset))
     }
 }
 
