@@ -709,3 +709,36 @@ fn clean_marker_with_damaged_tail_still_recovers() {
         10
     );
 }
+
+#[test]
+fn damage_found_in_an_older_segment_drops_everything_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = small_config(500);
+    let log = PartitionLog::open(dir.path(), config.clone()).unwrap();
+    let mut written = Vec::new();
+    for i in 0..30 {
+        let mut b = build_batch(&[rec("0123456789", i)]).to_vec();
+        log.append(&mut b).unwrap();
+        written.push(b);
+    }
+    drop(log);
+    let files = segment_files(dir.path());
+    assert!(files.len() >= 4);
+    // Second segment: flip a byte in its second batch and lose its index.
+    let stem = files[1].trim_end_matches(".log").to_string();
+    let base: i64 = stem.parse().unwrap();
+    let path = dir.path().join(&files[1]);
+    let mut data = std::fs::read(&path).unwrap();
+    let first_len = written[base as usize].len();
+    data[first_len + 40] ^= 0x55;
+    std::fs::write(&path, &data).unwrap();
+    std::fs::remove_file(dir.path().join(format!("{stem}.index"))).unwrap();
+    let log = PartitionLog::open(dir.path(), config).unwrap();
+    assert_eq!(log.log_end_offset(), base + 1);
+    assert_eq!(segment_files(dir.path()).len(), 2);
+    let got = log.read_batches(0, u64::MAX).unwrap();
+    assert_eq!(got.len(), base as usize + 1);
+    for (g, w) in got.iter().zip(&written) {
+        assert_eq!(&g[..], &w[..]);
+    }
+}
