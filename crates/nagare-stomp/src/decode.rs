@@ -122,6 +122,12 @@ impl Decoder {
             if j >= 1
                 && (buf[j - 1] == b'\n' || (j >= 2 && buf[j - 1] == b'\r' && buf[j - 2] == b'\n'))
             {
+                // The same bound whether the block came in one read or many.
+                if j > self.limits.max_frame_bytes {
+                    return Err(FrameError::TooLarge {
+                        limit: self.limits.max_frame_bytes,
+                    });
+                }
                 return Ok(Some(j));
             }
             from = j + 1;
