@@ -172,13 +172,27 @@ fn push_escaped(out: &mut Vec<u8>, s: &[u8]) -> bool {
     out.reserve(s.len() + 2);
     out.push(b'"');
     let mut start = 0;
-    let mut high = 0u8;
-    for (i, &b) in s.iter().enumerate() {
-        high |= b;
+    let mut i = 0;
+    let mut high = false;
+    while i < s.len() {
+        // Eight plain ASCII bytes at a time (the common case), byte by byte otherwise.
+        if let Some(w) = s.get(i..i + 8) {
+            let w = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            if !needs_attention(w) {
+                i += 8;
+                continue;
+            }
+        }
+        let b = s[i];
+        i += 1;
+        if b >= 0x80 {
+            high = true;
+            continue;
+        }
         if !ESCAPE[b as usize] {
             continue;
         }
-        extend_small(out, &s[start..i]);
+        extend_small(out, &s[start..i - 1]);
         match b {
             b'"' => out.extend_from_slice(b"\\\""),
             b'\\' => out.extend_from_slice(b"\\\\"),
@@ -194,11 +208,23 @@ fn push_escaped(out: &mut Vec<u8>, s: &[u8]) -> bool {
                 HEX[(b & 15) as usize],
             ]),
         }
-        start = i + 1;
+        start = i;
     }
     extend_small(out, &s[start..]);
     out.push(b'"');
-    high >= 0x80
+    high
+}
+
+/// Whether any of the eight bytes in `w` is a control character, `"`, `\\` or
+/// non-ASCII (SWAR: may say yes for a clean word, never no for a dirty one).
+fn needs_attention(w: u64) -> bool {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |x: u64| x.wrapping_sub(LO) & !x & HI;
+    let control = w.wrapping_sub(LO * 0x20) & !w & HI;
+    let quote = has_zero(w ^ (LO * b'"' as u64));
+    let backslash = has_zero(w ^ (LO * b'\\' as u64));
+    (control | quote | backslash | (w & HI)) != 0
 }
 
 #[cfg(test)]
@@ -271,6 +297,26 @@ mod tests {
             write_json_limited(&b, &mut out, 100),
             Err(DecodeError::RecordTooLarge { limit: 100 })
         );
+    }
+
+    #[test]
+    fn escaping_agrees_with_serde_json_for_every_byte_at_every_position() {
+        for b in 0u8..0x80 {
+            for pos in 0..20 {
+                let mut s = vec![b'a'; 20];
+                s[pos] = b;
+                let mut out = Vec::new();
+                push_str(&mut out, &s);
+                let want = serde_json::to_string(std::str::from_utf8(&s).unwrap()).unwrap();
+                let got: String = serde_json::from_slice(&out).unwrap();
+                assert_eq!(got, std::str::from_utf8(&s).unwrap(), "{b} at {pos}");
+                assert_eq!(serde_json::from_str::<String>(&want).unwrap(), got);
+            }
+        }
+        let mixed = "añb\u{1}\"\\ü long enough to take the fast path twice ✓";
+        let mut out = Vec::new();
+        push_str(&mut out, mixed.as_bytes());
+        assert_eq!(serde_json::from_slice::<String>(&out).unwrap(), mixed);
     }
 
     #[test]

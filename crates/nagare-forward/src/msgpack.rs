@@ -27,6 +27,7 @@ pub enum Head {
 
 /// Reads the head at `buf[pos..]`: `Ok(None)` when more bytes are needed, otherwise the
 /// head and its length in bytes (payload not included).
+#[inline]
 pub fn read_head(buf: &[u8], pos: usize) -> Result<Option<(Head, usize)>, DecodeError> {
     let Some(&m) = buf.get(pos) else {
         return Ok(None);
@@ -190,6 +191,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a head and moves past it (not past its payload).
+    #[inline]
     pub fn head(&mut self) -> Result<Head, DecodeError> {
         match read_head(self.buf, self.pos)? {
             Some((h, hl)) => {
@@ -209,6 +211,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Takes `n` payload bytes.
+    #[inline]
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         let end = self
             .pos
