@@ -33,6 +33,8 @@ pub(crate) async fn handle(stream: TcpStream, shared: Arc<Shared>) {
     let mut buf = BytesMut::with_capacity(READ_SIZE);
     let mut deadline = Instant::now() + CONNECT_TIMEOUT;
     let mut frames = Vec::new();
+    let mut stopping = shared.stopping.clone();
+    shared.live.fetch_add(1, Ordering::AcqRel);
 
     'conn: loop {
         buf.reserve(READ_SIZE);
@@ -42,6 +44,7 @@ pub(crate) async fn handle(stream: TcpStream, shared: Arc<Shared>) {
                 Ok(_) => {}
             },
             _ = dead.changed() => break,
+            _ = stopping.changed() => break,
             _ = tokio::time::sleep_until(deadline) => {
                 tracing::debug!(?peer, "peer silent beyond the heart-beat tolerance; dropping");
                 break;
@@ -79,6 +82,7 @@ pub(crate) async fn handle(stream: TcpStream, shared: Arc<Shared>) {
     }
     out.close();
     session.cleanup();
+    shared.live.fetch_sub(1, Ordering::AcqRel);
 }
 
 /// When the client must have sent something by (far away without heart-beats).

@@ -32,7 +32,7 @@ mod temp;
 mod topic_sub;
 mod writer;
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use nagare_core::queues::Queues;
@@ -63,6 +63,8 @@ pub async fn serve(
         temp: Default::default(),
         next_conn: AtomicU64::new(1),
         next_message: AtomicU64::new(1),
+        stopping: shutdown.clone(),
+        live: AtomicUsize::new(0),
     });
     tracing::info!(addr = ?listener.local_addr().ok(), "stomp listener ready");
     loop {
@@ -80,6 +82,12 @@ pub async fn serve(
                 tokio::spawn(conn::handle(stream, shared.clone()));
             }
             _ = shutdown.changed() => {
+                // Connections see the same signal and close (requeueing what they had
+                // in flight); then the last acknowledgements are written.
+                let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
+                while shared.live.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
                 if let Err(e) = queues.flush().await {
                     tracing::warn!(error = %e, "could not write queue acknowledgements at shutdown");
                 }

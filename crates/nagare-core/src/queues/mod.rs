@@ -27,6 +27,8 @@ use persist::StateOp;
 
 /// The internal log holding acknowledgement state (`DATA/__nagare_queues-0`).
 pub const STATE_LOG: &str = "queues";
+/// How long the persister lets acknowledgements gather before one append.
+const ACK_GATHER: std::time::Duration = std::time::Duration::from_millis(2);
 /// Topics backing queues are named `queue.<sanitized queue name>`.
 pub const TOPIC_PREFIX: &str = "queue.";
 
@@ -218,8 +220,12 @@ async fn persister(queues: std::sync::Weak<Queues>) {
         if records.is_empty() {
             // Wake on new acknowledgements; re-check now and then so that dropping the
             // queues lets this task end.
-            let _ =
+            let woken =
                 tokio::time::timeout(std::time::Duration::from_secs(1), q.wake.notified()).await;
+            if woken.is_ok() {
+                // Let acknowledgements gather: one append per few ms, not per message.
+                tokio::time::sleep(ACK_GATHER).await;
+            }
             continue;
         }
         if let Err(e) = q.state_log.append_records(&records, AckLevel::Leader).await {

@@ -13,8 +13,10 @@ use crate::{AckLevel, CoreError, Partition};
 
 /// Bytes read from the queue's topic per refill.
 const READ_BYTES: u64 = 256 * 1024;
-/// Records read ahead of dispatch at most (refills stop above this).
+/// Records kept from `publish` without reading them back, at most.
 const READ_AHEAD: usize = 4096;
+/// How often records appended to a queue's topic by others are looked for.
+const EXTERNAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 pub type ConsumerId = u64;
 
@@ -91,14 +93,21 @@ impl Queue {
             queues,
         });
         // Records appended by other front ends (a Kafka producer writing to the topic)
-        // are dispatched when the log end moves.
+        // are picked up by a slow poll: watching every append would wake a task per
+        // message on the hot path, where `publish` already dispatches.
         let weak = Arc::downgrade(&q);
-        let mut rx = q.partition.subscribe();
         tokio::spawn(async move {
-            while rx.changed().await.is_ok() {
+            let mut tick = tokio::time::interval(EXTERNAL_POLL);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
                 let Some(q) = weak.upgrade() else { return };
-                let end = *rx.borrow_and_update();
-                if end > q.state.lock().next_read {
+                let end = q.partition.log_end_offset();
+                let behind = {
+                    let st = q.state.lock();
+                    end > st.next_read && !st.consumers.is_empty()
+                };
+                if behind {
                     q.pump();
                 }
             }
