@@ -357,3 +357,20 @@ def test_slow_consumer_does_not_stall_other_destinations(nagare):
     pub.collector.receipt("t", timeout=10)
     assert other.collector.take(1)[0].body == "through"
     lazy.close()
+
+
+def test_receipted_queue_sends_survive_a_crash(nagare):
+    """A RECEIPT for a SEND to a queue means durable: SIGKILL right after loses nothing."""
+    import signal
+
+    dest = f"/queue/crash-{uid()}"
+    pub = connect(nagare)
+    for i in range(50):
+        pub.send(dest, str(i), receipt=f"p{i}")
+    for i in range(50):
+        pub.collector.receipt(f"p{i}")
+    nagare.stop(signal.SIGKILL)
+    nagare.start(nagare.ports)
+    c = connect(nagare)
+    c.subscribe(dest, id="1")
+    assert [f.body for f in c.collector.take(50)] == [str(i) for i in range(50)]
