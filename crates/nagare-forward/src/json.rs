@@ -215,7 +215,7 @@ fn push_escaped(out: &mut Vec<u8>, s: &[u8]) -> bool {
     high
 }
 
-/// Whether any of the eight bytes in `w` is a control character, `"`, `\\` or
+/// Whether any of the eight bytes in `w` is a control character, `"`, `\` or
 /// non-ASCII (SWAR: may say yes for a clean word, never no for a dirty one).
 fn needs_attention(w: u64) -> bool {
     const LO: u64 = 0x0101_0101_0101_0101;
