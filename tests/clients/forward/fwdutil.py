@@ -118,7 +118,7 @@ def kcat_read(nagare, topic, count, timeout=20):
     """Reads `count` records with kcat; returns [(timestamp_ms, value str, headers str)]."""
     fmt = "%T\\t%h\\t%s\\n"
     r = subprocess.run(
-        ["kcat", "-C", "-b", nagare.kafka, "-t", topic, "-p", "0", "-o", "0",
+        ["kcat", "-C", "-b", nagare.kafka, "-t", topic, "-p", "0", "-o", "beginning",
          "-c", str(count), "-e", "-q", "-f", fmt],
         capture_output=True, text=True, timeout=timeout,
     )

@@ -194,3 +194,24 @@ def test_connection_closed_mid_request_stores_nothing(nagare):
     c.close()
     (_, v, _), = kafka_read(nagare, "frames.torn", 1)
     assert json.loads(v)["seq"] == 99
+
+
+def test_bad_route_pattern_stops_the_server_with_a_reason(nagare_factory, tmp_path):
+    args = write_config(tmp_path, """
+[[forward.route]]
+match = "app.{web"
+topic = "x"
+""")
+    try:
+        nagare = nagare_factory(extra_args=args)
+    except RuntimeError as e:  # exited before every listener was up
+        assert "unbalanced braces" in str(e)
+        return
+    deadline = time.time() + 10
+    while nagare.alive() and time.time() < deadline:
+        time.sleep(0.05)
+    assert not nagare.alive()
+    # The whole log: a backtrace may follow the reason.
+    assert "unbalanced braces" in nagare.log_path.read_text(errors="replace")
+    nagare.proc = None
+    nagare.log.close()
