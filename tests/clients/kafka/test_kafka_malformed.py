@@ -102,6 +102,9 @@ def test_bad_requests_close_only_their_connection(nagare):
         frame(0, 1, 1),  # produce v1 (old message format)
         frame(3, 12, 1, b"\xff" * 3),  # garbage body
         frame(0, 9, 1, os.urandom(40)),  # random produce body
+        frame(3, 1, 1, struct.pack(">i", 0x7FFFFFFF)),  # metadata claiming 2^31 topics
+        frame(19, 4, 1, struct.pack(">i", 0x7FFFFFF0) + b"\x00" * 8),  # create_topics, huge array
+        frame(1, 12, 1, b"\x00" * 25 + b"\xff\xff\xff\xff\x0f"),  # fetch v12, varint count 2^32
         struct.pack(">i", 9) + struct.pack(">hhi", 3, 1, 1) + b"\x00",  # truncated header
     ]
     for payload in bad:
