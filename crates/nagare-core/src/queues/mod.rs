@@ -29,6 +29,8 @@ use persist::StateOp;
 pub const STATE_LOG: &str = "queues";
 /// How long the persister lets acknowledgements gather before one append.
 const ACK_GATHER: std::time::Duration = std::time::Duration::from_millis(2);
+/// Records written to the state log between two compactions.
+const COMPACT_EVERY: usize = 20_000;
 /// Topics backing queues are named `queue.<sanitized queue name>`.
 pub const TOPIC_PREFIX: &str = "queue.";
 
@@ -157,27 +159,38 @@ impl Queues {
             .collect()
     }
 
-    /// Replaces the history in the state log with one snapshot per queue.
+    /// Replaces the history in the state log with one snapshot per queue (at start, and
+    /// by the persister every `COMPACT_EVERY` records). Blocking: it fsyncs.
     fn compact(&self) -> Result<(), CoreError> {
         let log = self.state_log.log();
         let start = log.log_start_offset();
+        // Everything below `end` is reflected in the states collected next: an
+        // acknowledgement updates its queue before it is queued for writing.
         let end = log.log_end_offset();
         if end - start < 2 {
             return Ok(());
         }
         let now = now_ms();
-        let records: Vec<NewRecord> = self
+        let mut records: Vec<NewRecord> = self
             .replayed
             .lock()
             .iter()
             .map(|(q, s)| StateOp::Snapshot(s.clone()).to_record(q, now))
             .collect();
+        let open: Vec<Arc<Queue>> = self.queues.lock().values().cloned().collect();
+        for q in open {
+            records.push(StateOp::Snapshot(q.ack_state()).to_record(q.name(), now));
+        }
         if !records.is_empty() {
             let mut batch = nagare_log::batch::build_batch(&records);
             log.append(&mut batch)?;
             log.sync_to(log.log_end_offset())?;
         }
         log.delete_records_before(end)?;
+        // Acknowledged messages are not needed any more either.
+        for q in self.queues.lock().values() {
+            q.trim();
+        }
         Ok(())
     }
 }
@@ -214,6 +227,7 @@ fn replay(log: &Partition) -> Result<HashMap<String, AckState>, CoreError> {
 
 /// Writes batched acknowledgements: one record per queue per round, one append per round.
 async fn persister(queues: std::sync::Weak<Queues>) {
+    let mut since_compaction = 0usize;
     loop {
         let Some(q) = queues.upgrade() else { return };
         let records = q.take_pending();
@@ -228,8 +242,18 @@ async fn persister(queues: std::sync::Weak<Queues>) {
             }
             continue;
         }
+        since_compaction += records.len();
         if let Err(e) = q.state_log.append_records(&records, AckLevel::Leader).await {
             tracing::warn!(error = %e, "could not persist queue acknowledgements");
+        }
+        if since_compaction >= COMPACT_EVERY {
+            since_compaction = 0;
+            let q2 = q.clone();
+            match tokio::task::spawn_blocking(move || q2.compact()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "queue state compaction failed"),
+                Err(e) => tracing::warn!(error = %e, "queue state compaction panicked"),
+            }
         }
     }
 }

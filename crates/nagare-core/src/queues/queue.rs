@@ -71,13 +71,6 @@ impl Queue {
         acks: AckState,
         queues: Weak<Queues>,
     ) -> Arc<Queue> {
-        let start = partition.log_start_offset();
-        // Acknowledged messages are never needed again: let the log drop whole segments.
-        if acks.floor > start && acks.floor <= partition.log_end_offset() {
-            if let Err(e) = partition.log().delete_records_before(acks.floor) {
-                tracing::warn!(queue = name, error = %e, "could not trim acknowledged messages");
-            }
-        }
         let q = Arc::new(Queue {
             name: name.into(),
             state: Mutex::new(State {
@@ -112,7 +105,23 @@ impl Queue {
                 }
             }
         });
+        q.trim();
         q
+    }
+
+    /// Drops acknowledged messages from the front of the queue's topic.
+    pub(crate) fn trim(&self) {
+        let floor = self.state.lock().acks.floor;
+        let p = &self.partition;
+        if floor > p.log_start_offset() && floor <= p.log_end_offset() {
+            if let Err(e) = p.log().delete_records_before(floor) {
+                tracing::warn!(queue = %self.name, error = %e, "could not trim acknowledged messages");
+            }
+        }
+    }
+
+    pub(crate) fn ack_state(&self) -> AckState {
+        self.state.lock().acks.clone()
     }
 
     pub fn name(&self) -> &str {

@@ -128,3 +128,30 @@ fn ack_state_floor_moves_over_contiguous_acks() {
     assert_eq!(s.floor, 2);
     assert!(s.is_acked(1) && !s.is_acked(2));
 }
+
+#[tokio::test]
+async fn compaction_keeps_state_and_trims_acknowledged_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (broker, queues) = open(dir.path());
+        let q = queues.queue("c").unwrap();
+        publish(&q, &["0", "1", "2", "3", "4", "5"]).await;
+        let a = Arc::new(Collect::default());
+        let ca = q.subscribe(a.clone(), 10);
+        q.ack(ca, 1, false);
+        queues.flush().await.unwrap();
+        q.ack(ca, 0, false);
+        queues.flush().await.unwrap();
+        queues.compact().unwrap();
+        assert!(queues.state_log.log_start_offset() > 0);
+        q.ack(ca, 4, false);
+        queues.flush().await.unwrap();
+        broker.shutdown().unwrap();
+    }
+    let (_broker, queues) = open(dir.path());
+    let q = queues.queue("c").unwrap();
+    let a = Arc::new(Collect::default());
+    q.subscribe(a.clone(), 10);
+    let vals: Vec<String> = a.take().into_iter().map(|(v, _)| v).collect();
+    assert_eq!(vals, vec!["2", "3", "5"]);
+}
