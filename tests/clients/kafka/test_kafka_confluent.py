@@ -58,7 +58,16 @@ def test_admin_create_list_describe_delete(nagare):
         raise AssertionError("duplicate create succeeded")
     except Exception as e:  # noqa: BLE001 - KafkaException wrapping TOPIC_ALREADY_EXISTS
         assert "TOPIC_ALREADY_EXISTS" in str(e) or "already exists" in str(e)
+    admin.create_topics([NewTopic("adm-dry", 2, 1)], validate_only=True)["adm-dry"].result(10)
+    bad = admin.create_topics([NewTopic("bad/name", 1, 1), NewTopic("adm-rf", 1, 3)])
+    for name, f in bad.items():
+        try:
+            f.result(10)
+            raise AssertionError(f"{name} was created")
+        except Exception as e:  # noqa: BLE001
+            assert "INVALID" in str(e) or "nvalid" in str(e), str(e)
     md = admin.list_topics(timeout=10)
+    assert "adm-dry" not in md.topics
     assert len(md.topics["adm-a"].partitions) == 3
     assert "adm-b" in md.topics
     res = ConfigResource(ConfigResource.Type.TOPIC, "adm-b")
