@@ -161,8 +161,6 @@ impl Ingest {
         Ok(Pending { sync })
     }
 
-    /// Events from `from` on as one record batch of at most `budget` bytes (at least one
-    /// event); returns it with the index of the first event left out.
     fn build(
         &mut self,
         req: &Request,
@@ -170,43 +168,54 @@ impl Ingest {
         format: Format,
         budget: usize,
     ) -> Result<(BytesMut, usize), DecodeError> {
-        let rest = &req.entries[from..];
-        let estimate = (req.source.len() + req.source.len() / 4 + rest.len() * 64).min(budget);
-        let mut w = BatchWriter::new(estimate);
-        let json = &mut self.json;
-        // A record alone beyond the budget could never be appended.
-        let value_limit = budget.saturating_sub(HEADER_LEN + RECORD_OVERHEAD + req.tag.len() + 40);
-        for (i, e) in rest.iter().enumerate() {
-            let record = &req.source[e.record.clone()];
-            let value: &[u8] = match format {
-                Format::Json => {
-                    json.clear();
-                    write_json_limited(record, json, value_limit)?;
-                    json
-                }
-                Format::Msgpack => record,
-            };
-            if value.len() > value_limit {
-                return Err(DecodeError::RecordTooLarge { limit: value_limit });
-            }
-            let mut digits = [0u8; 40];
-            let ns = fmt_nanos(&mut digits, e.time);
-            let size = RECORD_OVERHEAD + value.len() + req.tag.len() + ns.len();
-            if !w.is_empty() && w.len() + size > budget {
-                return Ok((w.finish(), from + i));
-            }
-            w.push(
-                e.time.millis(),
-                value,
-                &[(TAG_HEADER, &req.tag), (TIME_HEADER, ns)],
-            );
-        }
-        // Shrink the reused scratch if one huge record grew it.
-        if json.capacity() > 1 << 20 {
-            *json = Vec::with_capacity(1024);
-        }
-        Ok((w.finish(), req.entries.len()))
+        build_batch(req, from, format, budget, &mut self.json)
     }
+}
+
+/// Events of `req` from `from` on as one record batch of at most `budget` bytes (at least one
+/// event); returns it with the index of the first event left out.
+pub fn build_batch(
+    req: &Request,
+    from: usize,
+    format: Format,
+    budget: usize,
+    json: &mut Vec<u8>,
+) -> Result<(BytesMut, usize), DecodeError> {
+    let rest = &req.entries[from..];
+    let estimate = (req.source.len() + req.source.len() / 4 + rest.len() * 64).min(budget);
+    let mut w = BatchWriter::new(estimate);
+    // A record alone beyond the budget could never be appended.
+    let value_limit = budget.saturating_sub(HEADER_LEN + RECORD_OVERHEAD + req.tag.len() + 40);
+    for (i, e) in rest.iter().enumerate() {
+        let record = &req.source[e.record.clone()];
+        let value: &[u8] = match format {
+            Format::Json => {
+                json.clear();
+                write_json_limited(record, json, value_limit)?;
+                json
+            }
+            Format::Msgpack => record,
+        };
+        if value.len() > value_limit {
+            return Err(DecodeError::RecordTooLarge { limit: value_limit });
+        }
+        let mut digits = [0u8; 40];
+        let ns = fmt_nanos(&mut digits, e.time);
+        let size = RECORD_OVERHEAD + value.len() + req.tag.len() + ns.len();
+        if !w.is_empty() && w.len() + size > budget {
+            return Ok((w.finish(), from + i));
+        }
+        w.push(
+            e.time.millis(),
+            value,
+            &[(TAG_HEADER, &req.tag), (TIME_HEADER, ns)],
+        );
+    }
+    // Shrink the reused scratch if one huge record grew it.
+    if json.capacity() > 1 << 20 {
+        *json = Vec::with_capacity(1024);
+    }
+    Ok((w.finish(), req.entries.len()))
 }
 
 /// Decimal nanoseconds since the epoch. u64 arithmetic when it fits (until 2554):
