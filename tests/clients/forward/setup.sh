@@ -24,7 +24,7 @@ echo "forward: java sender (fluency)"
 (
     cd java
     if [ ! -f target/lib/.complete ]; then
-        mvn -q -B dependency:copy-dependencies -DoutputDirectory=target/lib
+        mvn -q -B -Dstyle.color=never dependency:copy-dependencies -DoutputDirectory=target/lib
         touch target/lib/.complete
     fi
     mkdir -p target/classes
