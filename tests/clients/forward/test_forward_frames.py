@@ -215,3 +215,24 @@ topic = "x"
     assert "unbalanced braces" in nagare.log_path.read_text(errors="replace")
     nagare.proc = None
     nagare.log.close()
+
+
+def test_metrics_count_requests_events_and_refused_connections(nagare):
+    c = Conn(nagare.forward)
+    c.send(pack(["frames.metrics", entries([(1_700_000_000, rec(i)) for i in range(7)]), {"chunk": "m"}]))
+    assert c.reply() == {"ack": "m"}
+    c.close()
+    bad = Conn(nagare.forward)
+    bad.send(b"\xc1")
+    assert bad.closed_by_server()
+    bad.close()
+    deadline = time.time() + 5
+    while True:
+        with __import__("urllib.request").request.urlopen(f"http://{nagare.http}/metrics", timeout=5) as r:
+            text = r.read().decode()
+        if 'nagare_forward_connection_errors_total{reason="malformed"} 1' in text or time.time() > deadline:
+            break
+        time.sleep(0.05)
+    assert 'nagare_forward_requests_total{mode="packed_forward"} 1' in text
+    assert "nagare_forward_events_total 7" in text
+    assert 'nagare_forward_connection_errors_total{reason="malformed"} 1' in text
