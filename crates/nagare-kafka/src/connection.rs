@@ -1,11 +1,20 @@
-//! One client connection: read into a buffer, answer every complete request in it in
-//! order, queue the answers and write them with one vectored write (plus sendfile for
-//! fetched records) before reading again. A request we cannot parse closes the connection
-//! and nothing else.
+//! One client connection: read into a buffer, start every complete request in it, and
+//! write the answers in request order with one vectored write (plus sendfile for fetched
+//! records) per round. A request we cannot parse closes the connection and nothing else.
+//!
+//! Requests are answered in order and, like Kafka, one at a time — except consecutive
+//! Produce requests, which may overlap: each appends as soon as it is started (in request
+//! order), and their waits for the fsync that acks=all calls for run together, so the
+//! in-flight requests of one producer share group commits instead of paying one fsync each.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use futures_util::stream::FuturesOrdered;
+use futures_util::{FutureExt, StreamExt};
+use kafka_protocol::messages::ApiKey;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -13,12 +22,23 @@ use tokio::sync::watch;
 use crate::codec::{self, RequestError};
 use crate::handlers::{self, api_versions};
 use crate::output::OutQueue;
-use crate::{KafkaError, KafkaState};
+use crate::{KafkaError, KafkaState, Reply};
 
 const READ_CHUNK: usize = 64 * 1024;
 /// Buffer growth per read while a large request is arriving: the buffer grows as bytes
 /// actually come, not by what the size prefix claims.
 const MAX_RESERVE: usize = 1024 * 1024;
+/// Produce requests of one connection in progress at once (Kafka clients send at most 5).
+const MAX_PIPELINE: usize = 16;
+
+/// A started request: resolves to its correlation id, header kind and answer.
+type Pending = Pin<Box<dyn Future<Output = Answer> + Send>>;
+
+struct Answer {
+    correlation_id: i32,
+    header_v1: bool,
+    reply: Result<Reply, KafkaError>,
+}
 
 pub async fn run(
     mut stream: TcpStream,
@@ -31,22 +51,33 @@ pub async fn run(
     let flush_at = state.config.max_pending_response_bytes as usize;
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = OutQueue::default();
+    let mut inflight: FuturesOrdered<Pending> = FuturesOrdered::new();
     loop {
-        loop {
+        // Start every complete request in the buffer.
+        while inflight.len() < MAX_PIPELINE {
             let frame = match codec::next_frame(&mut inbuf, limit) {
                 Ok(Some(frame)) => frame,
                 Ok(None) => break,
                 Err(e) => {
-                    out.flush(&mut stream).await?;
+                    finish(&mut inflight, &mut out, &mut stream).await?;
                     return Err(refused(e));
                 }
             };
-            let keep_open = answer(&state, frame, &mut out).await;
-            if keep_open.is_err() || out.pending_bytes() >= flush_at {
+            let (pending, overlaps) = start(&state, frame);
+            if !overlaps {
+                // Everything but Produce runs alone, after what came before it.
+                finish(&mut inflight, &mut out, &mut stream).await?;
+            }
+            inflight.push_back(pending);
+            if !overlaps {
+                finish(&mut inflight, &mut out, &mut stream).await?;
+            }
+            if out.pending_bytes() >= flush_at {
                 out.flush(&mut stream).await?;
             }
-            keep_open?;
         }
+        // Answers ready so far go out now; produce requests still waiting for an fsync are
+        // answered in a later write.
         if !out.is_empty() {
             out.flush(&mut stream).await?;
         }
@@ -55,8 +86,21 @@ pub async fn run(
             _ => READ_CHUNK,
         };
         inbuf.reserve(need.clamp(READ_CHUNK, MAX_RESERVE));
+        let can_read = inflight.len() < MAX_PIPELINE;
         tokio::select! {
-            read = stream.read_buf(&mut inbuf) => {
+            Some(answer) = inflight.next(), if !inflight.is_empty() => {
+                let mut result = queue(answer, &mut out);
+                // Whatever else is done goes out in the same write.
+                while result.is_ok() {
+                    match inflight.next().now_or_never() {
+                        Some(Some(answer)) => result = queue(answer, &mut out),
+                        _ => break,
+                    }
+                }
+                out.flush(&mut stream).await?;
+                result?;
+            }
+            read = stream.read_buf(&mut inbuf), if can_read => {
                 if read? == 0 {
                     return Ok(());
                 }
@@ -66,12 +110,37 @@ pub async fn run(
     }
 }
 
-/// Answers one request frame, queueing the response. An error means: close.
-async fn answer(
-    state: &Arc<KafkaState>,
-    frame: Bytes,
+/// Waits for every started request and queues the answers; an error closes the connection
+/// after the answers before it are written.
+async fn finish(
+    inflight: &mut FuturesOrdered<Pending>,
     out: &mut OutQueue,
+    stream: &mut TcpStream,
 ) -> Result<(), KafkaError> {
+    while let Some(answer) = inflight.next().await {
+        if let Err(e) = queue(answer, out) {
+            out.flush(stream).await?;
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+fn queue(answer: Answer, out: &mut OutQueue) -> Result<(), KafkaError> {
+    let reply = answer.reply?;
+    out.push_response(answer.correlation_id, answer.header_v1, reply);
+    Ok(())
+}
+
+/// Starts one request frame; returns it and whether it may overlap other Produce requests.
+fn start(state: &Arc<KafkaState>, frame: Bytes) -> (Pending, bool) {
+    let ready = |correlation_id, header_v1, reply| -> Pending {
+        Box::pin(std::future::ready(Answer {
+            correlation_id,
+            header_v1,
+            reply,
+        }))
+    };
     let req = match codec::parse_request(frame) {
         Ok(req) => req,
         Err(RequestError::UnsupportedVersion {
@@ -80,30 +149,39 @@ async fn answer(
             ..
         }) => {
             // A newer client: tell it our versions (in v0) and let it retry.
-            out.push_response(
-                correlation_id,
+            return (
+                ready(
+                    correlation_id,
+                    false,
+                    api_versions::unsupported_version_reply(),
+                ),
                 false,
-                api_versions::unsupported_version_reply()?,
             );
-            return Ok(());
         }
-        Err(e) => return Err(refused(e)),
+        Err(e) => return (ready(0, false, Err(refused(e))), false),
     };
     let Some(handler) = handlers::find(req.api_key as i16) else {
-        return Err(KafkaError::UnknownApi(req.api_key as i16));
+        return (
+            ready(0, false, Err(KafkaError::UnknownApi(req.api_key as i16))),
+            false,
+        );
     };
     let correlation_id = req.correlation_id();
     let header_v1 = handlers::response_header_v1(&req);
-    match (handler.call)(state.clone(), req).await {
-        Ok(reply) => {
-            out.push_response(correlation_id, header_v1, reply);
-            Ok(())
+    let overlaps = req.api_key == ApiKey::Produce;
+    let call = (handler.call)(state.clone(), req);
+    let key = handler.key;
+    let pending: Pending = Box::pin(call.map(move |reply| {
+        if let Err(e) = &reply {
+            tracing::warn!(api = ?key, error = %e, "kafka request failed; closing connection");
         }
-        Err(e) => {
-            tracing::warn!(api = ?handler.key, error = %e, "kafka request failed; closing connection");
-            Err(e)
+        Answer {
+            correlation_id,
+            header_v1,
+            reply,
         }
-    }
+    }));
+    (pending, overlaps)
 }
 
 fn refused(e: RequestError) -> KafkaError {
