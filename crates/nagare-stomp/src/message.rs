@@ -71,7 +71,7 @@ impl MessageHead {
         headers: &[(String, String)],
         body: &[u8],
     ) {
-        let mut w = self.begin(out, message_id, None);
+        let mut w = self.begin(out, message_id, Some(false));
         for (k, v) in headers {
             if !RESERVED.contains(&k.as_str()) && !SEND_ONLY.contains(&k.as_str()) {
                 w.header(k, v);

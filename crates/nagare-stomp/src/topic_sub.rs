@@ -93,7 +93,7 @@ async fn follow(
                     continue;
                 }
                 let id = format!("{topic}@{index}:{}", r.offset);
-                head.encode_record(&mut buf, &id, None, &r);
+                head.encode_record(&mut buf, &id, Some(false), &r);
                 if buf.len() >= CHUNK && !out.send(buf.split().freeze()).await {
                     return Ok(());
                 }
