@@ -64,9 +64,7 @@ pub struct TopicResult {
 async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
     let request: FetchRequest = decode(&req)?;
     let max_wait = Duration::from_millis(
-        request
-            .max_wait_ms
-            .clamp(0, state.config.max_fetch_wait_ms as i32) as u64,
+        (request.max_wait_ms.max(0) as u64).min(state.config.max_fetch_wait_ms as u64),
     );
     let min_bytes = request.min_bytes.max(0) as u64;
     let max_bytes = (request.max_bytes.max(0) as u64).min(state.config.max_fetch_bytes as u64);
