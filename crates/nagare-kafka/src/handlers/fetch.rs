@@ -67,7 +67,10 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
         (request.max_wait_ms.max(0) as u64).min(state.config.max_fetch_wait_ms as u64),
     );
     let min_bytes = request.min_bytes.max(0) as u64;
-    let max_bytes = (request.max_bytes.max(0) as u64).min(state.config.max_fetch_bytes as u64);
+    // Also kept well below i32::MAX: the response size is an i32 on the wire.
+    let max_bytes = (request.max_bytes.max(0) as u64)
+        .min(state.config.max_fetch_bytes as u64)
+        .min(1 << 30);
     let targets = resolve(&state, &request, req.version);
     let deadline = Instant::now() + max_wait;
     loop {
