@@ -83,6 +83,19 @@ def test_admin_create_list_describe_delete(nagare):
     assert "adm-a" not in md.topics and "adm-b" not in md.topics
 
 
+def test_admin_describe_cluster_and_broker_configs(nagare):
+    admin = AdminClient({"bootstrap.servers": nagare.kafka})
+    cluster = admin.describe_cluster(request_timeout=10).result(10)
+    assert len(cluster.nodes) == 1
+    node = cluster.nodes[0]
+    assert f"{node.host}:{node.port}" == nagare.kafka
+    assert cluster.controller.id == node.id
+    assert cluster.cluster_id
+    res = ConfigResource(ConfigResource.Type.BROKER, str(node.id))
+    configs = admin.describe_configs([res])[res].result(10)
+    assert configs["num.partitions"].value == "1"
+
+
 def test_message_too_large_is_refused(nagare):
     admin = AdminClient({"bootstrap.servers": nagare.kafka})
     admin.create_topics([NewTopic("small", 1, 1, config={"max.message.bytes": "2000"})])["small"].result(10)
