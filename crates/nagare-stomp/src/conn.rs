@@ -53,31 +53,44 @@ pub(crate) async fn handle(stream: TcpStream, shared: Arc<Shared>) {
         if session.connected {
             deadline = next_deadline(&session, &shared);
         }
+        // Decode and run every complete frame. A CONNECT ends a round early: the frames
+        // after it must be decoded with the negotiated version's escaping.
         loop {
-            match decoder.decode(&mut buf) {
-                Ok(Some(f)) => frames.push(f),
-                Ok(None) => break,
-                Err(e) => {
-                    // Run what came before the bad frame, then refuse it.
-                    let ok = run_frames(&mut session, &mut frames).await;
-                    if ok {
-                        let e = StompError::from(e);
-                        session
-                            .send_error(&e.to_string(), &e.to_string(), None)
-                            .await;
+            let mut saw_connect = false;
+            let mut bad = None;
+            while !saw_connect {
+                match decoder.decode(&mut buf) {
+                    Ok(Some(f)) => {
+                        saw_connect = matches!(f.command, Command::Connect | Command::Stomp);
+                        frames.push(f);
                     }
-                    break 'conn;
+                    Ok(None) => break,
+                    Err(e) => {
+                        bad = Some(e);
+                        break;
+                    }
                 }
             }
-        }
-        let was_connected = session.connected;
-        if !run_frames(&mut session, &mut frames).await || session.closing {
-            break;
-        }
-        if session.connected && !was_connected {
-            decoder.version = session.version;
-            let _ = heartbeat_tx.send(session.heartbeat.1);
-            deadline = next_deadline(&session, &shared);
+            let was_connected = session.connected;
+            // Frames before a bad one still run; then the bad one is refused.
+            if !run_frames(&mut session, &mut frames).await || session.closing {
+                break 'conn;
+            }
+            if let Some(e) = bad {
+                let e = StompError::from(e);
+                session
+                    .send_error(&e.to_string(), &e.to_string(), None)
+                    .await;
+                break 'conn;
+            }
+            if session.connected && !was_connected {
+                decoder.version = session.version;
+                let _ = heartbeat_tx.send(session.heartbeat.1);
+                deadline = next_deadline(&session, &shared);
+            }
+            if !saw_connect {
+                break;
+            }
         }
     }
     out.close();

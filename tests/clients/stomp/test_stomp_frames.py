@@ -163,3 +163,16 @@ def test_login_and_virtual_host(nagare_factory):
     assert r.frame()[0] == "ERROR"
     c = connect(n, "1.2", vhost="/", username="guest", passcode="pw")
     assert c.is_connected()
+
+
+def test_frames_pipelined_after_connect_use_the_negotiated_escaping(nagare):
+    q = f"/queue/esc-{uuid.uuid4().hex[:8]}"
+    r = Raw(nagare.stomp)
+    r.send(b"CONNECT\naccept-version:1.2\nhost:/\n\n\0"
+           + f"SUBSCRIBE\nid:a\\cb\ndestination:{q}\n\n\0".encode()
+           + f"SEND\ndestination:{q}\nx:1\\n2\n\nbody\0".encode())
+    assert r.frame()[0] == "CONNECTED"
+    cmd, h, body = r.frame()
+    assert cmd == "MESSAGE" and body == b"body"
+    assert h["subscription"] == "a\\cb"  # "a:b", escaped on the wire
+    assert h["x"] == "1\\n2"

@@ -1,7 +1,8 @@
 //! Persistent queues with competing consumers (what STOMP's `/queue/Q` needs), kept in the
 //! log engine: the messages of queue `Q` are the records of topic `queue.<Q>` (one
-//! partition; readable by Kafka consumers too), and which of them are acknowledged is kept
-//! in the internal log `__nagare_queues-0`, replayed on start.
+//! partition, `Q` sanitized to a legal topic name; readable by Kafka consumers too), and
+//! which of them are acknowledged is kept in the internal log `__nagare_queues-0` (keyed
+//! by that topic name), replayed on start.
 //!
 //! Each queue has one shared cursor over its topic, a set of in-flight messages per
 //! consumer bounded by the consumer's prefetch, and requeued messages that go out again
@@ -89,12 +90,14 @@ impl Queues {
         Ok(queues)
     }
 
-    /// The queue `name`, opened (and its topic created) on first use.
+    /// The queue `name`, opened (and its topic created) on first use. Queues are known
+    /// by their topic's name, so names that sanitize alike are one queue.
     pub fn queue(self: &Arc<Self>, name: &str) -> Result<Arc<Queue>, CoreError> {
+        let topic_name = topic_for(name);
+        let name = topic_name.as_str();
         if let Some(q) = self.queues.lock().get(name) {
             return Ok(q.clone());
         }
-        let topic_name = topic_for(name);
         let topic = match self.broker.topic(&topic_name) {
             Some(t) => t,
             None => {
