@@ -19,7 +19,7 @@ pub(crate) struct StompQueueSink {
 }
 
 impl QueueSink for StompQueueSink {
-    fn deliver(&self, d: Delivery) {
+    fn deliver(&self, d: Delivery) -> bool {
         let mut buf = BytesMut::with_capacity(256 + d.record.value.as_ref().map_or(0, |v| v.len()));
         let id = message_id(self.out.id, self.sub_num, d.offset);
         self.head
@@ -28,7 +28,7 @@ impl QueueSink for StompQueueSink {
             .auto_ack
             .as_ref()
             .map(|q| (q.clone(), d.consumer, d.offset));
-        self.out.send_queue_message(buf.freeze(), ack);
+        self.out.send_queue_message(buf.freeze(), ack)
     }
 }
 

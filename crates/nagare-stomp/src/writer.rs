@@ -1,30 +1,98 @@
-//! The writing half of a connection: one task drains a channel of encoded frames and
-//! writes everything that is waiting with one write call (coalescing), sends heart-beats
-//! when idle, and settles auto-acked queue messages once they are written.
+//! The writing half of a connection.
+//!
+//! Fast path: whoever has frames for the connection (its own reader, another connection
+//! replying to a temp queue, a queue dispatching) writes them straight to the socket when
+//! nothing else is queued and the socket takes them all without blocking — no task switch
+//! on the RPC path. Otherwise the frames go through a channel to the connection's writer
+//! task, which writes everything waiting with one write call (coalescing), sends
+//! heart-beats when idle, and settles auto-acked queue messages once written.
 //!
 //! Producers are bounded: the connection's own replies, topic and temp-queue messages
-//! take permits from a byte budget returned after the write; queue messages are bounded
-//! by their subscription's prefetch instead. Because this task never waits for anything
-//! but the socket, no cycle of full buffers between connections can deadlock.
+//! take permits from a byte budget returned after the write; queue messages are bounded by
+//! their subscription's prefetch instead. The writer task never waits for anything but the
+//! socket, so no cycle of full buffers between connections can deadlock.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use nagare_core::queues::{ConsumerId, Queue};
-use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
 /// Stop gathering more frames into one write beyond this many bytes.
 const MAX_COALESCE: usize = 256 * 1024;
 
+type AutoAck = (Arc<Queue>, ConsumerId, i64);
+
 pub(crate) enum Out {
     Frame(Bytes, Option<OwnedSemaphorePermit>),
     /// A queue message; `Some` acknowledges it once written (ack mode `auto`).
-    QueueMessage(Bytes, Option<(Arc<Queue>, ConsumerId, i64)>),
+    QueueMessage(Bytes, Option<AutoAck>),
     /// Write what came before, then close the socket.
     Close,
+}
+
+/// The socket, shared by the writer task and the fast path.
+struct Socket {
+    sock: OwnedWriteHalf,
+    /// Held by whoever writes; the writer task holds it across its whole write.
+    lock: tokio::sync::Mutex<()>,
+    /// Items sent to the channel and not yet written: the fast path must not overtake them.
+    queued: AtomicUsize,
+}
+
+impl Socket {
+    /// Writes all of `bytes` now if the socket is free, nothing is queued and the kernel
+    /// takes it without blocking. Returns the bytes untouched if it could not start; if
+    /// only part went out, the rest is queued right away (still holding the socket, so
+    /// nothing can slip in between) with `rest` making the channel item.
+    fn try_direct(
+        &self,
+        bytes: Bytes,
+        tx: &mpsc::UnboundedSender<Out>,
+        rest: impl FnOnce(Bytes) -> Out,
+    ) -> Result<(), Bytes> {
+        let Ok(_guard) = self.lock.try_lock() else {
+            return Err(bytes);
+        };
+        if self.queued.load(Ordering::Acquire) != 0 {
+            return Err(bytes);
+        }
+        let total = bytes.len();
+        let mut left = bytes;
+        while !left.is_empty() {
+            match self.sock.try_write(&left) {
+                Ok(n) if n > 0 => left.advance(n),
+                _ => break,
+            }
+        }
+        if left.is_empty() {
+            return Ok(());
+        }
+        if left.len() == total {
+            return Err(left);
+        }
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        if tx.send(rest(left)).is_err() {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+
+    async fn write_all(&self, mut buf: &[u8]) -> std::io::Result<()> {
+        while !buf.is_empty() {
+            self.sock.writable().await?;
+            match self.sock.try_write(buf) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => buf = &buf[n..],
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A handle to a connection's writer, cloned into everything that sends to it.
@@ -34,12 +102,25 @@ pub(crate) struct ConnOut {
     tx: mpsc::UnboundedSender<Out>,
     budget: Arc<Semaphore>,
     budget_max: usize,
+    socket: Arc<Socket>,
 }
 
 impl ConnOut {
-    /// Queues bytes (one or more frames), waiting for room in the budget. False once the
-    /// connection is gone.
+    /// Sends bytes (one or more frames): straight to the socket if possible, else queued
+    /// for the writer once there is room in the budget. False once the connection is gone.
     pub async fn send(&self, bytes: Bytes) -> bool {
+        if self.tx.is_closed() {
+            return false;
+        }
+        // A partly written frame's rest is queued outside the budget: it is at most one
+        // frame per sender, and senders after it take the budgeted path.
+        let bytes = match self
+            .socket
+            .try_direct(bytes, &self.tx, |rest| Out::Frame(rest, None))
+        {
+            Ok(()) => return true,
+            Err(untouched) => untouched,
+        };
         let n = bytes.len().clamp(1, self.budget_max) as u32;
         let permit = match self.budget.clone().try_acquire_many_owned(n) {
             Ok(p) => p,
@@ -51,20 +132,41 @@ impl ConnOut {
                 }
             }
         };
-        self.tx.send(Out::Frame(bytes, Some(permit))).is_ok()
+        self.enqueue(Out::Frame(bytes, Some(permit)))
     }
 
-    /// Queues a queue message (already bounded by prefetch credit).
-    pub fn send_queue_message(
-        &self,
-        bytes: Bytes,
-        auto_ack: Option<(Arc<Queue>, ConsumerId, i64)>,
-    ) {
-        let _ = self.tx.send(Out::QueueMessage(bytes, auto_ack));
+    /// Sends a queue message (already bounded by prefetch credit). Returns true when it
+    /// was written at once and `auto_ack` asked to settle it on write: the caller settles.
+    pub fn send_queue_message(&self, bytes: Bytes, auto_ack: Option<AutoAck>) -> bool {
+        if self.tx.is_closed() {
+            return false;
+        }
+        let settle_now = auto_ack.is_some();
+        let mut ack = auto_ack;
+        let res = self
+            .socket
+            .try_direct(bytes, &self.tx, |rest| Out::QueueMessage(rest, ack.take()));
+        match res {
+            // Written whole (`ack` untouched): settle now. Partly: the writer settles.
+            Ok(()) => settle_now && ack.is_some(),
+            Err(untouched) => {
+                self.enqueue(Out::QueueMessage(untouched, ack));
+                false
+            }
+        }
+    }
+
+    fn enqueue(&self, item: Out) -> bool {
+        self.socket.queued.fetch_add(1, Ordering::AcqRel);
+        if self.tx.send(item).is_err() {
+            self.socket.queued.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
+        true
     }
 
     pub fn close(&self) {
-        let _ = self.tx.send(Out::Close);
+        self.enqueue(Out::Close);
     }
 
     pub fn is_closed(&self) -> bool {
@@ -83,13 +185,19 @@ pub(crate) fn spawn(
     let budget = Arc::new(Semaphore::new(budget_max));
     let (dead_tx, dead_rx) = watch::channel(false);
     let (hb_tx, hb_rx) = watch::channel(0u64);
-    tokio::spawn(run(socket, rx, budget.clone(), dead_tx, hb_rx));
+    let socket = Arc::new(Socket {
+        sock: socket,
+        lock: tokio::sync::Mutex::new(()),
+        queued: AtomicUsize::new(0),
+    });
+    tokio::spawn(run(socket.clone(), rx, budget.clone(), dead_tx, hb_rx));
     (
         ConnOut {
             id,
             tx,
             budget,
             budget_max,
+            socket,
         },
         dead_rx,
         hb_tx,
@@ -97,35 +205,59 @@ pub(crate) fn spawn(
 }
 
 async fn run(
-    mut socket: OwnedWriteHalf,
+    socket: Arc<Socket>,
     mut rx: mpsc::UnboundedReceiver<Out>,
     budget: Arc<Semaphore>,
     dead: watch::Sender<bool>,
-    heartbeat_ms: watch::Receiver<u64>,
+    mut heartbeat_ms: watch::Receiver<u64>,
 ) {
     let mut buf = BytesMut::with_capacity(64 * 1024);
     let mut permits: Vec<OwnedSemaphorePermit> = Vec::new();
-    let mut acks: Vec<(Arc<Queue>, ConsumerId, i64)> = Vec::new();
+    let mut acks: Vec<AutoAck> = Vec::new();
     let mut closing = false;
+    let mut last_write = tokio::time::Instant::now();
     loop {
         let hb = *heartbeat_ms.borrow();
         let first = if hb > 0 {
-            match tokio::time::timeout(Duration::from_millis(hb), rx.recv()).await {
+            let due = last_write + Duration::from_millis(hb);
+            match tokio::time::timeout_at(due, rx.recv()).await {
                 Ok(item) => item,
                 Err(_) => {
-                    // Idle for a whole interval: a heart-beat is a lone end of line.
-                    if socket.write_all(b"\n").await.is_err() {
-                        break;
+                    // Nothing written by anyone for a whole interval: a heart-beat is a
+                    // lone end of line (skipped if the fast path is busy writing).
+                    // Not between the parts of a partly written frame either.
+                    if let Ok(_g) = socket.lock.try_lock() {
+                        if socket.queued.load(Ordering::Acquire) == 0
+                            && socket.write_all(b"\n").await.is_err()
+                        {
+                            break;
+                        }
                     }
+                    last_write = tokio::time::Instant::now();
                     continue;
                 }
             }
         } else {
-            rx.recv().await
+            // Heart-beats are switched on after CONNECT, which may have been written by
+            // the fast path without waking this task.
+            tokio::select! {
+                item = rx.recv() => item,
+                changed = heartbeat_ms.changed() => {
+                    if changed.is_err() {
+                        rx.recv().await
+                    } else {
+                        last_write = tokio::time::Instant::now();
+                        continue;
+                    }
+                }
+            }
         };
         let Some(first) = first else { break };
+        let guard = socket.lock.lock().await;
+        let mut taken = 0;
         let mut item = Some(first);
         while let Some(it) = item.take() {
+            taken += 1;
             match it {
                 Out::Frame(b, p) => {
                     buf.extend_from_slice(&b);
@@ -144,26 +276,30 @@ async fn run(
                 item = rx.try_recv().ok();
             }
         }
-        if !buf.is_empty() {
-            if socket.write_all(&buf).await.is_err() {
-                break;
-            }
-            buf.clear();
-        }
+        let ok = buf.is_empty() || socket.write_all(&buf).await.is_ok();
+        buf.clear();
+        socket.queued.fetch_sub(taken, Ordering::AcqRel);
+        drop(guard);
+        last_write = tokio::time::Instant::now();
         permits.clear();
         settle_auto_acks(&mut acks);
+        if !ok {
+            break;
+        }
         if closing {
-            let _ = socket.shutdown().await;
+            let _ = rustix::net::shutdown(socket.sock.as_ref(), rustix::net::Shutdown::Write);
             break;
         }
     }
     budget.close();
     rx.close();
+    // Nothing may be written after the close.
+    socket.queued.fetch_add(1 << 30, Ordering::AcqRel);
     let _ = dead.send(true);
 }
 
 /// Acknowledges written auto-ack messages, one call per run of the same consumer.
-fn settle_auto_acks(acks: &mut Vec<(Arc<Queue>, ConsumerId, i64)>) {
+fn settle_auto_acks(acks: &mut Vec<AutoAck>) {
     let mut offsets = Vec::new();
     let mut i = 0;
     while i < acks.len() {

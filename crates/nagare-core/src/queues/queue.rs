@@ -30,9 +30,10 @@ pub struct Delivery {
 }
 
 /// Where a consumer's messages go. `deliver` is called with the queue locked: it must not
-/// block and must not call back into the queue.
+/// block and must not call back into the queue. It returns true when the consumer is
+/// already done with the message (auto-ack, written at once): it is settled right away.
 pub trait QueueSink: Send + Sync {
-    fn deliver(&self, delivery: Delivery);
+    fn deliver(&self, delivery: Delivery) -> bool;
 }
 
 struct Consumer {
@@ -284,9 +285,10 @@ impl Queue {
     }
 
     fn pump_locked(&self, st: &mut State) {
+        let mut settled = Vec::new();
         loop {
             if st.consumers.is_empty() {
-                return;
+                break;
             }
             // The next consumer with room, round robin.
             let n = st.consumers.len();
@@ -294,26 +296,31 @@ impl Queue {
                 .map(|i| (st.turn + i) % n)
                 .find(|&i| st.consumers[i].delivered.len() < st.consumers[i].prefetch)
             else {
-                return;
+                break;
             };
             if st.ready.is_empty() && !self.refill(st) {
-                return;
+                break;
             }
             let Some((offset, (record, redelivered))) = st.ready.pop_first() else {
-                return;
+                break;
             };
             st.turn = (k + 1) % n;
             let c = &mut st.consumers[k];
-            c.delivered.push_back(offset);
             let (consumer, sink) = (c.id, c.sink.clone());
-            st.in_flight.insert(offset, record.clone());
-            sink.deliver(Delivery {
+            let done = sink.deliver(Delivery {
                 consumer,
                 offset,
-                record,
+                record: record.clone(),
                 redelivered,
             });
+            if done {
+                settled.push(offset);
+            } else {
+                c.delivered.push_back(offset);
+                st.in_flight.insert(offset, record);
+            }
         }
+        self.mark_acked(st, &settled);
     }
 
     /// Reads the next records of the topic into `ready`; false if there are none.

@@ -14,8 +14,9 @@ use crate::{AckLevel, Broker, BrokerConfig};
 struct Collect(Mutex<Vec<Delivery>>);
 
 impl QueueSink for Collect {
-    fn deliver(&self, d: Delivery) {
+    fn deliver(&self, d: Delivery) -> bool {
         self.0.lock().push(d);
+        false
     }
 }
 
