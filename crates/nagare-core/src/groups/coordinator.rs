@@ -1,0 +1,303 @@
+//! The driver around [`Groups`]: one lock, a timer task for the deadlines, and a writer
+//! task that appends state changes to the internal log in the order they were made.
+
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nagare_log::batch::{decode_records, parse_header, NewRecord};
+use parking_lot::Mutex;
+use tokio::sync::{mpsc, oneshot, Notify};
+
+use super::CommittedOffset;
+use super::{
+    GroupConfig, GroupDescription, GroupError, GroupListing, Groups, JoinRequest, JoinResponse,
+    LeavingMember, OffsetCommitRequest, PersistOp, SyncRequest, SyncResponse, TopicPartition,
+};
+use crate::{AckLevel, Broker, CoreError, Partition};
+
+/// Name of the internal log (`DATA/__nagare_consumer_offsets-0`).
+pub const OFFSETS_LOG: &str = "consumer_offsets";
+
+/// Records per append of the writer task at most.
+const MAX_RECORDS_PER_APPEND: usize = 4096;
+/// Longest sleep of the timer task when nothing is due.
+const IDLE_TICK: Duration = Duration::from_secs(1);
+
+type Done = oneshot::Sender<Result<(), GroupError>>;
+
+struct WriteJob {
+    records: Vec<NewRecord>,
+    done: Option<Done>,
+}
+
+/// The group coordinator of one broker.
+pub struct GroupCoordinator {
+    groups: Mutex<Groups>,
+    started: Instant,
+    wake: Arc<Notify>,
+    writer: mpsc::UnboundedSender<WriteJob>,
+}
+
+impl GroupCoordinator {
+    /// Replays the internal log and starts the timer and writer tasks (on the current
+    /// tokio runtime). The tasks end when the coordinator is dropped.
+    pub fn open(broker: &Broker, config: GroupConfig) -> Result<Arc<GroupCoordinator>, CoreError> {
+        let log = broker.internal_log(OFFSETS_LOG)?;
+        let mut groups = Groups::new(config);
+        let replayed = replay(&log, &mut groups)?;
+        tracing::info!(
+            records = replayed,
+            groups = groups.groups.len(),
+            "group coordinator loaded"
+        );
+        let (writer, rx) = mpsc::unbounded_channel();
+        let coordinator = Arc::new(GroupCoordinator {
+            groups: Mutex::new(groups),
+            started: Instant::now(),
+            wake: Arc::new(Notify::new()),
+            writer,
+        });
+        tokio::spawn(run_writer(log, rx));
+        tokio::spawn(run_timer(
+            Arc::downgrade(&coordinator),
+            coordinator.wake.clone(),
+        ));
+        Ok(coordinator)
+    }
+
+    fn now(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    /// Runs `f` on the state under the lock, then queues what it changed for the log
+    /// (in order) and wakes the timer, whose next deadline may have moved.
+    fn with<R>(&self, done: Option<Done>, f: impl FnOnce(&mut Groups, u64) -> R) -> R {
+        let result = self.locked(done, f);
+        self.wake.notify_one();
+        result
+    }
+
+    /// [`with`](Self::with) without waking the timer (the timer itself uses this, or it
+    /// would wake itself forever).
+    fn locked<R>(&self, done: Option<Done>, f: impl FnOnce(&mut Groups, u64) -> R) -> R {
+        let now = self.now();
+        let mut groups = self.groups.lock();
+        let r = f(&mut groups, now);
+        let ops = groups.drain_outbox();
+        self.queue(ops, done);
+        r
+    }
+
+    fn queue(&self, ops: Vec<PersistOp>, done: Option<Done>) {
+        if ops.is_empty() {
+            if let Some(d) = done {
+                let _ = d.send(Ok(()));
+            }
+            return;
+        }
+        let ts = unix_millis();
+        let records = ops.iter().map(|op| op.to_record(ts)).collect();
+        if let Err(mpsc::error::SendError(job)) = self.writer.send(WriteJob { records, done }) {
+            if let Some(d) = job.done {
+                let _ = d.send(Err(GroupError::CoordinatorNotAvailable));
+            }
+        }
+    }
+
+    /// JoinGroup; waits for the rebalance when the member has to.
+    pub async fn join(&self, req: JoinRequest) -> Result<JoinResponse, GroupError> {
+        let (tx, rx) = oneshot::channel();
+        self.with(None, |g, now| g.join(req, now, tx));
+        rx.await.unwrap_or(Err(GroupError::RebalanceInProgress))
+    }
+
+    /// SyncGroup; followers wait for the leader's assignment.
+    pub async fn sync(&self, req: SyncRequest) -> Result<SyncResponse, GroupError> {
+        let (tx, rx) = oneshot::channel();
+        self.with(None, |g, now| g.sync(req, now, tx));
+        rx.await.unwrap_or(Err(GroupError::RebalanceInProgress))
+    }
+
+    pub fn heartbeat(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+        generation: i32,
+    ) -> Result<(), GroupError> {
+        self.with(None, |g, now| {
+            g.heartbeat(group_id, member_id, group_instance_id, generation, now)
+        })
+    }
+
+    pub fn leave(
+        &self,
+        group_id: &str,
+        members: &[LeavingMember],
+    ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
+        self.with(None, |g, now| g.leave(group_id, members, now))
+    }
+
+    /// OffsetCommit; answers once the offsets are in the internal log.
+    pub async fn commit_offsets(
+        &self,
+        req: OffsetCommitRequest,
+    ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
+        let (tx, rx) = oneshot::channel();
+        let results = self.with(Some(tx), |g, now| g.commit_offsets(req, now, unix_millis()))?;
+        match rx.await {
+            Ok(Ok(())) => Ok(results),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(GroupError::CoordinatorNotAvailable),
+        }
+    }
+
+    pub fn fetch_offsets(
+        &self,
+        group_id: &str,
+        partitions: Option<&[TopicPartition]>,
+    ) -> Vec<(TopicPartition, Option<CommittedOffset>)> {
+        self.groups.lock().fetch_offsets(group_id, partitions)
+    }
+
+    pub async fn delete_offsets(
+        &self,
+        group_id: &str,
+        partitions: &[TopicPartition],
+    ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
+        let (tx, rx) = oneshot::channel();
+        let results = self.with(Some(tx), |g, _| g.delete_offsets(group_id, partitions))?;
+        match rx.await {
+            Ok(Ok(())) => Ok(results),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(GroupError::CoordinatorNotAvailable),
+        }
+    }
+
+    /// DeleteGroups: one result per group, in order.
+    pub async fn delete_groups(&self, group_ids: &[String]) -> Vec<Result<(), GroupError>> {
+        let (tx, rx) = oneshot::channel();
+        let results: Vec<_> = self.with(Some(tx), |g, _| {
+            group_ids.iter().map(|id| g.delete_group(id)).collect()
+        });
+        match rx.await {
+            Ok(Ok(())) => results,
+            Ok(Err(e)) => results.into_iter().map(|_| Err(e.clone())).collect(),
+            Err(_) => results
+                .into_iter()
+                .map(|_| Err(GroupError::CoordinatorNotAvailable))
+                .collect(),
+        }
+    }
+
+    pub fn list_groups(&self) -> Vec<GroupListing> {
+        self.groups.lock().list_groups()
+    }
+
+    pub fn describe_group(&self, group_id: &str) -> GroupDescription {
+        self.groups.lock().describe_group(group_id)
+    }
+
+    /// Runs the due timeouts now (for the timer task, and for tests).
+    pub fn tick(&self) -> Option<u64> {
+        self.locked(None, |g, now| {
+            g.tick(now);
+            g.next_deadline().map(|d| d.saturating_sub(now))
+        })
+    }
+}
+
+fn unix_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Sleeps until the next deadline (or until a request moved it), then ticks.
+async fn run_timer(coordinator: Weak<GroupCoordinator>, wake: Arc<Notify>) {
+    loop {
+        let wait = match coordinator.upgrade() {
+            Some(c) => c.tick(),
+            None => return,
+        };
+        let wait = wait.map_or(IDLE_TICK, |ms| {
+            Duration::from_millis(ms.max(1)).min(IDLE_TICK)
+        });
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = wake.notified() => {}
+        }
+    }
+}
+
+/// Appends queued changes in order, several jobs per append when they pile up.
+async fn run_writer(log: Arc<Partition>, mut rx: mpsc::UnboundedReceiver<WriteJob>) {
+    while let Some(first) = rx.recv().await {
+        let mut records = first.records;
+        let mut done: Vec<Done> = first.done.into_iter().collect();
+        while records.len() < MAX_RECORDS_PER_APPEND {
+            match rx.try_recv() {
+                Ok(job) => {
+                    records.extend(job.records);
+                    done.extend(job.done);
+                }
+                Err(_) => break,
+            }
+        }
+        let result = log
+            .append_records(&records, AckLevel::Durable)
+            .await
+            .map(|_| ())
+            .map_err(|e| {
+                tracing::error!(error = %e, "could not store group state");
+                GroupError::Storage(e.to_string())
+            });
+        for d in done {
+            let _ = d.send(result.clone());
+        }
+    }
+}
+
+/// Reads the whole internal log into `groups`; returns how many records it applied.
+fn replay(log: &Partition, groups: &mut Groups) -> Result<usize, CoreError> {
+    let end = log.log_end_offset();
+    let mut offset = log.log_start_offset();
+    let mut applied = 0;
+    while offset < end {
+        let batches = log.log().read_batches(offset, 1 << 20)?;
+        if batches.is_empty() {
+            break;
+        }
+        for batch in batches {
+            let header = match parse_header(&batch) {
+                Ok(h) => h,
+                Err(e) => {
+                    tracing::warn!(offset, error = %e, "unreadable batch in the group log; replay stops here");
+                    return Ok(applied);
+                }
+            };
+            match decode_records(&batch) {
+                Ok(records) => {
+                    for r in records {
+                        match PersistOp::from_record(&r) {
+                            Some(op) => {
+                                groups.apply(op);
+                                applied += 1;
+                            }
+                            None => tracing::warn!(
+                                offset = r.offset,
+                                "skipping an unreadable group log record"
+                            ),
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(offset, error = %e, "skipping an undecodable group log batch")
+                }
+            }
+            offset = header.last_offset() + 1;
+        }
+    }
+    Ok(applied)
+}

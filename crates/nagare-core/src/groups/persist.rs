@@ -1,0 +1,182 @@
+//! How group state is kept in the internal `consumer_offsets` log: one record per change,
+//! keyed by what it is about (a group, or a group's partition), the value being the new
+//! state or a tombstone (no value). On start the whole log is replayed and the last value
+//! per key wins, which is what compaction would keep.
+
+use bytes::Bytes;
+use nagare_log::batch::{NewRecord, Record};
+use serde::{Deserialize, Serialize};
+
+use super::{CommittedOffset, Group, GroupState, Groups};
+
+/// One change of persistent group state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PersistOp {
+    /// The group's generation and protocol after a rebalance.
+    Group {
+        group: String,
+        generation: i32,
+        protocol_type: Option<String>,
+        protocol_name: Option<String>,
+    },
+    /// A committed offset, or its deletion.
+    Offset {
+        group: String,
+        topic: String,
+        partition: i32,
+        value: Option<CommittedOffset>,
+    },
+    /// The group was deleted.
+    GroupDeleted { group: String },
+}
+
+/// Record keys: JSON objects tagged with their kind, so keys of different kinds never
+/// collide.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "k", rename_all = "snake_case")]
+enum Key {
+    Group {
+        group: String,
+    },
+    Offset {
+        group: String,
+        topic: String,
+        partition: i32,
+    },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct GroupValue {
+    generation: i32,
+    protocol_type: Option<String>,
+    protocol_name: Option<String>,
+}
+
+fn json(v: &impl Serialize) -> Option<Bytes> {
+    serde_json::to_vec(v).ok().map(Bytes::from)
+}
+
+impl PersistOp {
+    /// The record that stores this change.
+    pub fn to_record(&self, timestamp: i64) -> NewRecord {
+        let (key, value) = match self {
+            PersistOp::Group {
+                group,
+                generation,
+                protocol_type,
+                protocol_name,
+            } => (
+                Key::Group {
+                    group: group.clone(),
+                },
+                json(&GroupValue {
+                    generation: *generation,
+                    protocol_type: protocol_type.clone(),
+                    protocol_name: protocol_name.clone(),
+                }),
+            ),
+            PersistOp::Offset {
+                group,
+                topic,
+                partition,
+                value,
+            } => (
+                Key::Offset {
+                    group: group.clone(),
+                    topic: topic.clone(),
+                    partition: *partition,
+                },
+                value.as_ref().and_then(json),
+            ),
+            PersistOp::GroupDeleted { group } => (
+                Key::Group {
+                    group: group.clone(),
+                },
+                None,
+            ),
+        };
+        NewRecord {
+            key: json(&key),
+            value,
+            headers: Vec::new(),
+            timestamp,
+        }
+    }
+
+    /// The change a stored record describes; `None` for a record this version cannot read.
+    pub fn from_record(r: &Record) -> Option<PersistOp> {
+        let key: Key = serde_json::from_slice(r.key.as_deref()?).ok()?;
+        Some(match key {
+            Key::Group { group } => match &r.value {
+                None => PersistOp::GroupDeleted { group },
+                Some(v) => {
+                    let v: GroupValue = serde_json::from_slice(v).ok()?;
+                    PersistOp::Group {
+                        group,
+                        generation: v.generation,
+                        protocol_type: v.protocol_type,
+                        protocol_name: v.protocol_name,
+                    }
+                }
+            },
+            Key::Offset {
+                group,
+                topic,
+                partition,
+            } => PersistOp::Offset {
+                group,
+                topic,
+                partition,
+                value: match &r.value {
+                    None => None,
+                    Some(v) => Some(serde_json::from_slice(v).ok()?),
+                },
+            },
+        })
+    }
+}
+
+impl Groups {
+    /// Replays one stored change. Groups come back Empty: members re-join after a
+    /// restart, but generations keep counting up so stale members stay fenced.
+    pub fn apply(&mut self, op: PersistOp) {
+        match op {
+            PersistOp::Group {
+                group,
+                generation,
+                protocol_type,
+                ..
+            } => {
+                let g = self
+                    .groups
+                    .entry(group.clone())
+                    .or_insert_with(|| Group::new(&group));
+                g.generation = generation;
+                g.protocol_type = protocol_type;
+                g.state = GroupState::Empty;
+            }
+            PersistOp::Offset {
+                group,
+                topic,
+                partition,
+                value,
+            } => match value {
+                Some(v) => {
+                    let g = self
+                        .groups
+                        .entry(group.clone())
+                        .or_insert_with(|| Group::new(&group));
+                    g.offsets.insert((topic, partition), v);
+                }
+                None => {
+                    if let Some(g) = self.groups.get_mut(&group) {
+                        g.offsets.remove(&(topic, partition));
+                    }
+                }
+            },
+            PersistOp::GroupDeleted { group } => {
+                self.groups.remove(&group);
+            }
+        }
+    }
+}
