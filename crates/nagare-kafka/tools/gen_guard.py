@@ -7,7 +7,7 @@ claiming 2^31 elements would abort the process; requests go through these checks
 
 The check bodies are mechanical rewrites of the crate's generated `decode` bodies (same
 field order and version conditions), so they stay exact. Usage:
-    python3 tools/gen_guard.py [path/to/kafka-protocol-0.18.0/src]
+    python3 tools/gen_guard.py [path/to/kafka-protocol-0.18.0/src] && rustfmt --edition 2021 src/guard/generated.rs
 """
 
 import glob
