@@ -1,5 +1,6 @@
 //! The one table from nagare errors to Kafka error codes, and the crate's error type.
 
+use nagare_core::groups::GroupError;
 use nagare_core::log::{BatchError, LogError};
 use nagare_core::producers::ProduceError;
 use nagare_core::CoreError;
@@ -35,6 +36,19 @@ pub mod code {
     pub const INCONSISTENT_TOPIC_ID: i16 = 103;
     pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
     pub const INVALID_RECORD: i16 = 87;
+    pub const OFFSET_METADATA_TOO_LARGE: i16 = 12;
+    pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+    pub const ILLEGAL_GENERATION: i16 = 22;
+    pub const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
+    pub const INVALID_GROUP_ID: i16 = 24;
+    pub const UNKNOWN_MEMBER_ID: i16 = 25;
+    pub const INVALID_SESSION_TIMEOUT: i16 = 26;
+    pub const REBALANCE_IN_PROGRESS: i16 = 27;
+    pub const NON_EMPTY_GROUP: i16 = 68;
+    pub const GROUP_ID_NOT_FOUND: i16 = 69;
+    pub const MEMBER_ID_REQUIRED: i16 = 79;
+    pub const FENCED_INSTANCE_ID: i16 = 82;
+    pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
 }
 
 /// The Kafka error code for a broker-core error.
@@ -77,6 +91,29 @@ pub fn batch_error_code(e: &BatchError) -> i16 {
         | BatchError::Corrupt(_)
         | BatchError::UnsupportedCompression(_)
         | BatchError::Decompression(_) => code::CORRUPT_MESSAGE,
+    }
+}
+
+/// The Kafka error code for a group coordinator error.
+pub fn group_error_code(e: &GroupError) -> i16 {
+    match e {
+        GroupError::UnknownMemberId => code::UNKNOWN_MEMBER_ID,
+        GroupError::IllegalGeneration => code::ILLEGAL_GENERATION,
+        GroupError::RebalanceInProgress => code::REBALANCE_IN_PROGRESS,
+        GroupError::MemberIdRequired(_) => code::MEMBER_ID_REQUIRED,
+        // Storage failures too: the client retries, as after a coordinator move.
+        GroupError::CoordinatorNotAvailable | GroupError::Storage(_) => {
+            code::COORDINATOR_NOT_AVAILABLE
+        }
+        GroupError::GroupIdNotFound => code::GROUP_ID_NOT_FOUND,
+        GroupError::NonEmptyGroup => code::NON_EMPTY_GROUP,
+        GroupError::FencedInstanceId => code::FENCED_INSTANCE_ID,
+        GroupError::InconsistentGroupProtocol => code::INCONSISTENT_GROUP_PROTOCOL,
+        GroupError::InvalidSessionTimeout(_) => code::INVALID_SESSION_TIMEOUT,
+        GroupError::InvalidGroupId => code::INVALID_GROUP_ID,
+        GroupError::UnknownTopicOrPartition => code::UNKNOWN_TOPIC_OR_PARTITION,
+        GroupError::OffsetMetadataTooLarge(_) => code::OFFSET_METADATA_TOO_LARGE,
+        GroupError::GroupSubscribedToTopic => code::GROUP_SUBSCRIBED_TO_TOPIC,
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use nagare_core::groups::{GroupConfig, GroupCoordinator};
 use nagare_core::producers::Producers;
 use nagare_core::{Broker, CoreError};
 use tokio::net::TcpListener;
@@ -17,6 +18,8 @@ pub struct KafkaState {
     pub config: Config,
     /// Producer ids, epochs and sequences (idempotent producers).
     pub producers: Arc<Producers>,
+    /// Consumer groups and committed offsets (the coordinator is this broker).
+    pub groups: Arc<GroupCoordinator>,
     /// Host and port given to clients in Metadata, FindCoordinator, DescribeCluster.
     pub advertised_host: String,
     pub advertised_port: i32,
@@ -41,10 +44,12 @@ impl KafkaState {
         advertised_port: i32,
     ) -> Result<KafkaState, CoreError> {
         let producers = Arc::new(Producers::open(&broker)?);
+        let groups = GroupCoordinator::open(&broker, GroupConfig::from_env())?;
         Ok(KafkaState {
             broker,
             config,
             producers,
+            groups,
             advertised_host,
             advertised_port,
         })

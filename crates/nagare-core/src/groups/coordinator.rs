@@ -57,11 +57,19 @@ impl GroupCoordinator {
             wake: Arc::new(Notify::new()),
             writer,
         });
-        tokio::spawn(run_writer(log, rx));
-        tokio::spawn(run_timer(
-            Arc::downgrade(&coordinator),
-            coordinator.wake.clone(),
-        ));
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(run_writer(log, rx));
+                rt.spawn(run_timer(
+                    Arc::downgrade(&coordinator),
+                    coordinator.wake.clone(),
+                ));
+            }
+            // Without a runtime (a synchronous test, a tool) there is nobody to store
+            // changes: `rx` is dropped, so commits fail with COORDINATOR_NOT_AVAILABLE
+            // rather than hang.
+            Err(_) => tracing::warn!("group coordinator opened outside a tokio runtime"),
+        }
         Ok(coordinator)
     }
 

@@ -16,15 +16,26 @@ use crate::{KafkaError, KafkaState, Reply};
 pub mod api_versions;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod describe_groups;
 pub mod fetch;
+pub mod find_coordinator;
+pub mod heartbeat;
 pub mod init_producer_id;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod sync_group;
 
 /// What a handler returns: the reply, or an error that closes the connection.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Reply, KafkaError>> + Send + 'static>>;
@@ -62,6 +73,17 @@ pub static REGISTRY: &[Handler] = &[
     describe_configs::HANDLER,
     create_partitions::HANDLER,
     describe_cluster::HANDLER,
+    find_coordinator::HANDLER,
+    join_group::HANDLER,
+    sync_group::HANDLER,
+    heartbeat::HANDLER,
+    leave_group::HANDLER,
+    offset_commit::HANDLER,
+    offset_fetch::HANDLER,
+    list_groups::HANDLER,
+    describe_groups::HANDLER,
+    delete_groups::HANDLER,
+    offset_delete::HANDLER,
 ];
 
 /// The handler of an API key, if we implement it.

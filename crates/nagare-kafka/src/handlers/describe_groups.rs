@@ -1,0 +1,59 @@
+//! DescribeGroups (15): state, protocol and members of groups; an unknown group is shown
+//! as Dead with no members (as Kafka does up to v5).
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::{ApiKey, DescribeGroupsRequest, DescribeGroupsResponse};
+
+use super::{decode, encode, str_bytes, Handler};
+use crate::codec::ParsedRequest;
+use crate::{KafkaError, KafkaState, Reply};
+
+pub const HANDLER: Handler = Handler {
+    key: ApiKey::DescribeGroups,
+    advertised: (0, 5),
+    accepted: (0, 5),
+    call: |state, req| Box::pin(handle(state, req)),
+};
+
+async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+    let request: DescribeGroupsRequest = decode(&req)?;
+    let v = req.version;
+    let groups = request
+        .groups
+        .iter()
+        .map(|id| {
+            let d = state.groups.describe_group(id);
+            let mut group = DescribedGroup::default()
+                .with_group_id(id.clone())
+                .with_group_state(str_bytes(d.state.as_str()))
+                .with_protocol_type(str_bytes(d.protocol_type))
+                .with_protocol_data(str_bytes(d.protocol_name))
+                .with_members(
+                    d.members
+                        .into_iter()
+                        .map(|m| {
+                            DescribedGroupMember::default()
+                                .with_member_id(str_bytes(m.member_id))
+                                .with_group_instance_id(if v >= 4 {
+                                    m.group_instance_id.map(str_bytes)
+                                } else {
+                                    None
+                                })
+                                .with_client_id(str_bytes(m.client_id))
+                                .with_client_host(str_bytes(m.client_host))
+                                .with_member_metadata(m.metadata)
+                                .with_member_assignment(m.assignment)
+                        })
+                        .collect(),
+                );
+            if v >= 3 {
+                // Authorized operations are not computed (no ACLs).
+                group.authorized_operations = i32::MIN;
+            }
+            group
+        })
+        .collect();
+    encode(&DescribeGroupsResponse::default().with_groups(groups), v)
+}

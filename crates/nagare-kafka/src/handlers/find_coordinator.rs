@@ -1,0 +1,58 @@
+//! FindCoordinator (10): this broker coordinates every group. Both layouts: one `key`
+//! (v0-3, librdkafka) and batched `coordinator_keys` (v4+, the Java client).
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::{ApiKey, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
+
+use super::{decode, encode, str_bytes, Handler};
+use crate::codec::ParsedRequest;
+use crate::errors::code;
+use crate::{KafkaError, KafkaState, Reply};
+
+pub const HANDLER: Handler = Handler {
+    key: ApiKey::FindCoordinator,
+    advertised: (0, 6),
+    accepted: (0, 6),
+    call: |state, req| Box::pin(handle(state, req)),
+};
+
+/// Key type of a transactional id: transactions are not implemented.
+const KEY_TYPE_TRANSACTION: i8 = 1;
+
+async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+    let request: FindCoordinatorRequest = decode(&req)?;
+    let (error, node, host, port) = if request.key_type == KEY_TYPE_TRANSACTION {
+        (code::COORDINATOR_NOT_AVAILABLE, -1, String::new(), -1)
+    } else {
+        (
+            code::NONE,
+            state.node_id(),
+            state.advertised_host.clone(),
+            state.advertised_port,
+        )
+    };
+    let mut response = FindCoordinatorResponse::default();
+    if req.version >= 4 {
+        response.coordinators = request
+            .coordinator_keys
+            .iter()
+            .map(|key| {
+                Coordinator::default()
+                    .with_key(key.clone())
+                    .with_node_id(BrokerId(node))
+                    .with_host(str_bytes(host.clone()))
+                    .with_port(port)
+                    .with_error_code(error)
+            })
+            .collect();
+    } else {
+        response = response
+            .with_error_code(error)
+            .with_node_id(BrokerId(node))
+            .with_host(str_bytes(host))
+            .with_port(port);
+    }
+    encode(&response, req.version)
+}

@@ -1,0 +1,35 @@
+//! Heartbeat (12): keeps a member's session alive; REBALANCE_IN_PROGRESS tells it to
+//! rejoin.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::{ApiKey, HeartbeatRequest, HeartbeatResponse};
+
+use super::{decode, encode, Handler};
+use crate::codec::ParsedRequest;
+use crate::errors::{code, group_error_code};
+use crate::{KafkaError, KafkaState, Reply};
+
+pub const HANDLER: Handler = Handler {
+    key: ApiKey::Heartbeat,
+    advertised: (0, 4),
+    accepted: (0, 4),
+    call: |state, req| Box::pin(handle(state, req)),
+};
+
+async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+    let request: HeartbeatRequest = decode(&req)?;
+    let error = match state.groups.heartbeat(
+        &request.group_id.0,
+        &request.member_id,
+        request.group_instance_id.as_deref(),
+        request.generation_id,
+    ) {
+        Ok(()) => code::NONE,
+        Err(e) => group_error_code(&e),
+    };
+    encode(
+        &HeartbeatResponse::default().with_error_code(error),
+        req.version,
+    )
+}

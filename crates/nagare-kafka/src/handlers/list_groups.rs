@@ -1,0 +1,54 @@
+//! ListGroups (16): every group with its protocol type and state (filters from v4/v5).
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::{ApiKey, GroupId, ListGroupsRequest, ListGroupsResponse};
+
+use super::{decode, encode, str_bytes, Handler};
+use crate::codec::ParsedRequest;
+use crate::{KafkaError, KafkaState, Reply};
+
+pub const HANDLER: Handler = Handler {
+    key: ApiKey::ListGroups,
+    advertised: (0, 5),
+    accepted: (0, 5),
+    call: |state, req| Box::pin(handle(state, req)),
+};
+
+async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+    let request: ListGroupsRequest = decode(&req)?;
+    let v = req.version;
+    let states: Vec<String> = request
+        .states_filter
+        .iter()
+        .map(|s| s.to_lowercase())
+        .collect();
+    // Every group here is a classic one.
+    let types_ok = request.types_filter.is_empty()
+        || request
+            .types_filter
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case("classic"));
+    let groups = state
+        .groups
+        .list_groups()
+        .into_iter()
+        .filter(|g| {
+            types_ok && (states.is_empty() || states.contains(&g.state.as_str().to_lowercase()))
+        })
+        .map(|g| {
+            let mut listed = ListedGroup::default()
+                .with_group_id(GroupId(str_bytes(g.group_id)))
+                .with_protocol_type(str_bytes(g.protocol_type));
+            if v >= 4 {
+                listed.group_state = str_bytes(g.state.as_str());
+            }
+            if v >= 5 {
+                listed.group_type = str_bytes("classic");
+            }
+            listed
+        })
+        .collect();
+    encode(&ListGroupsResponse::default().with_groups(groups), v)
+}
