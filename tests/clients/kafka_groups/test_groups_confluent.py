@@ -126,3 +126,21 @@ def test_admin_lists_describes_and_deletes_groups(nagare):
     admin.delete_consumer_groups([group])[group].result(timeout=10)
     listed = admin.list_consumer_groups().result(timeout=10)
     assert group not in [g.group_id for g in listed.valid]
+
+
+def test_live_member_rejoins_after_a_broker_restart(nagare):
+    """Members are not persisted: after a restart a live consumer hears UNKNOWN_MEMBER_ID,
+    rejoins and goes on from its committed offsets."""
+    topic, group = "grp-live-restart", "g-" + uuid.uuid4().hex
+    create_topic(nagare.kafka, topic, 2)
+    produce(nagare.kafka, topic, 100, partitions=2)
+    seen = []
+    c = consumer(nagare.kafka, group, **{"auto.commit.interval.ms": 200})
+    c.subscribe([topic])
+    assert poll_until([c], lambda: len(seen) == 100, 20, seen)
+    c.commit(asynchronous=False)
+    nagare.restart()
+    produce(nagare.kafka, topic, 100, partitions=2)
+    assert poll_until([c], lambda: len(seen) >= 200, 30, seen), len(seen)
+    assert sorted(int(v) for _, _, v in seen[100:]) == list(range(100)), "no replay, no gap"
+    c.close()
