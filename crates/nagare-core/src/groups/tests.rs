@@ -794,3 +794,63 @@ async fn the_coordinator_stores_offsets_in_the_internal_log() {
         Err(GroupError::UnknownMemberId)
     );
 }
+
+/// The driver's timer completes parked joins at the end of the initial delay and
+/// expires a silent member, with real (short) times.
+#[tokio::test]
+async fn the_driver_completes_waiting_joins_and_expires_silent_members() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = crate::Broker::open(crate::BrokerConfig {
+        data_dir: dir.path().to_path_buf(),
+        ..crate::BrokerConfig::default()
+    })
+    .unwrap();
+    let c = GroupCoordinator::open(
+        &broker,
+        GroupConfig {
+            initial_rebalance_delay_ms: 100,
+            min_session_timeout_ms: 100,
+            ..GroupConfig::default()
+        },
+    )
+    .unwrap();
+    let short = |member: &str| JoinRequest {
+        session_timeout_ms: 300,
+        rebalance_timeout_ms: 5_000,
+        ..req(member)
+    };
+    let started = std::time::Instant::now();
+    let (a, b) = tokio::join!(c.join(short("")), c.join(short("")));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert!(started.elapsed() >= std::time::Duration::from_millis(90));
+    assert_eq!((a.generation, b.generation), (1, 1));
+    assert_eq!(a.leader, b.leader);
+    let sync = |m: &JoinResponse| SyncRequest {
+        group_id: G.into(),
+        member_id: m.member_id.clone(),
+        generation: 1,
+        assignments: m
+            .members
+            .iter()
+            .map(|x| (x.member_id.clone(), Bytes::from_static(b"p")))
+            .collect(),
+        ..SyncRequest::default()
+    };
+    let (sa, sb) = tokio::join!(c.sync(sync(&a)), c.sync(sync(&b)));
+    assert_eq!(sa.unwrap().assignment, "p");
+    assert_eq!(sb.unwrap().assignment, "p");
+    assert_eq!(c.describe_group(G).state, GroupState::Stable);
+    // Nobody heartbeats: both sessions (300 ms) run out and the group empties.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while c.describe_group(G).state != GroupState::Empty {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "members never expired"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        c.heartbeat(G, &a.member_id, None, 1),
+        Err(GroupError::UnknownMemberId)
+    );
+}
