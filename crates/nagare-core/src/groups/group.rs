@@ -167,6 +167,9 @@ pub struct Group {
     pub(crate) pending_members: HashMap<String, u64>,
     /// When the current join phase ends at the latest.
     pub(crate) join_deadline_ms: Option<u64>,
+    /// When a CompletingRebalance phase gives up on members that never sent SyncGroup
+    /// (a leader that joined and then hangs would otherwise stall the group forever).
+    pub(crate) sync_deadline_ms: Option<u64>,
     /// In the first join phase of an empty group: complete only when the (short)
     /// initial delay runs out, so members starting together land in one generation.
     pub(crate) initial_join: Option<InitialJoin>,
@@ -194,6 +197,7 @@ impl Group {
             static_members: HashMap::new(),
             pending_members: HashMap::new(),
             join_deadline_ms: None,
+            sync_deadline_ms: None,
             initial_join: None,
             offsets: BTreeMap::new(),
             outbox: Vec::new(),
@@ -328,6 +332,9 @@ impl Group {
     pub(crate) fn next_deadline(&self, config: &GroupConfig) -> Option<u64> {
         let _ = config;
         let mut next = self.join_deadline_ms;
+        if self.state == GroupState::CompletingRebalance {
+            next = self.sync_deadline_ms;
+        }
         let mut consider = |t: u64| next = Some(next.map_or(t, |n: u64| n.min(t)));
         for m in self.members.values() {
             if !m.is_awaiting_join() && m.sync_waiter.is_none() {

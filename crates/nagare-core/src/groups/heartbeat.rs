@@ -129,6 +129,21 @@ impl Group {
             tracing::info!(group = %self.id, member = %id, "member session expired");
             self.remove_member_and_rebalance(&id, now, config);
         }
+        if self.state == GroupState::CompletingRebalance
+            && self.sync_deadline_ms.is_some_and(|d| now >= d)
+        {
+            // Whoever has not sent SyncGroup by now (the leader, at least) is out.
+            let unsynced: Vec<String> = self
+                .members
+                .values()
+                .filter(|m| m.sync_waiter.is_none())
+                .map(|m| m.member_id.clone())
+                .collect();
+            for id in unsynced {
+                tracing::info!(group = %self.id, member = %id, "member never synced; removed");
+                self.remove_member_and_rebalance(&id, now, config);
+            }
+        }
         self.maybe_complete_join(now);
     }
 }

@@ -315,6 +315,7 @@ impl Group {
             self.leader = self.members.keys().next().cloned();
         }
         self.state = GroupState::CompletingRebalance;
+        self.sync_deadline_ms = Some(now + self.rebalance_timeout_ms());
         self.persist_metadata();
         let ids: Vec<String> = self.members.keys().cloned().collect();
         for id in ids {

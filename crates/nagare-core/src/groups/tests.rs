@@ -398,6 +398,37 @@ fn a_leader_that_dies_before_syncing_is_expired() {
 }
 
 #[test]
+fn a_leader_that_heartbeats_but_never_syncs_is_removed_after_the_rebalance_timeout() {
+    let mut gs = groups(100);
+    let mut a = join(&mut gs, req(""), 0);
+    let mut b = join(&mut gs, req(""), 0);
+    gs.tick(100);
+    let ja = ready(&mut a).unwrap().unwrap();
+    let jb = ready(&mut b).unwrap().unwrap();
+    let (leader, follower) = if ja.leader == ja.member_id {
+        (ja.member_id, jb.member_id)
+    } else {
+        (jb.member_id, ja.member_id)
+    };
+    let mut sf = sync(&mut gs, &follower, 1, &[], 110);
+    let mut t = 100;
+    while t < 100 + REBALANCE as u64 - 1_000 {
+        t += 1_000;
+        assert_eq!(gs.heartbeat(G, &leader, None, 1, t), Ok(()));
+        gs.tick(t);
+    }
+    assert!(ready(&mut sf).is_none());
+    assert_eq!(gs.next_deadline(), Some(100 + REBALANCE as u64));
+    gs.tick(100 + REBALANCE as u64);
+    assert_eq!(
+        ready(&mut sf).unwrap(),
+        Err(GroupError::RebalanceInProgress)
+    );
+    assert!(gs.group(G).unwrap().member(&leader).is_none());
+    assert_eq!(state(&gs), GroupState::PreparingRebalance);
+}
+
+#[test]
 fn static_members_skip_member_id_required_and_rejoin_without_a_rebalance() {
     let mut gs = groups(0);
     let static_req = |member: &str| JoinRequest {
