@@ -20,6 +20,10 @@ pub const OFFSETS_LOG: &str = "consumer_offsets";
 
 /// Records per append of the writer task at most.
 const MAX_RECORDS_PER_APPEND: usize = 4096;
+/// Compact on start when the log holds more than this many records...
+const COMPACT_MIN_RECORDS: usize = 1000;
+/// ...and more than this many times the live keys.
+const COMPACT_RATIO: usize = 2;
 /// Longest sleep of the timer task when nothing is due.
 const IDLE_TICK: Duration = Duration::from_secs(1);
 
@@ -50,6 +54,19 @@ impl GroupCoordinator {
             groups = groups.groups.len(),
             "group coordinator loaded"
         );
+        // Compaction on start: when most records are superseded, the live state is
+        // written again as one batch and everything before it dropped. The snapshot is
+        // stored before anything is deleted, so a crash in between loses nothing.
+        let snapshot = groups.snapshot();
+        let compact = (replayed >= COMPACT_MIN_RECORDS
+            && replayed > COMPACT_RATIO * snapshot.len())
+        .then(|| {
+            let ts = unix_millis();
+            snapshot
+                .iter()
+                .map(|op| op.to_record(ts))
+                .collect::<Vec<_>>()
+        });
         let (writer, rx) = mpsc::unbounded_channel();
         let coordinator = Arc::new(GroupCoordinator {
             groups: Mutex::new(groups),
@@ -59,7 +76,7 @@ impl GroupCoordinator {
         });
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => {
-                rt.spawn(run_writer(log, rx));
+                rt.spawn(run_writer(log, rx, compact));
                 rt.spawn(run_timer(
                     Arc::downgrade(&coordinator),
                     coordinator.wake.clone(),
@@ -240,7 +257,14 @@ async fn run_timer(coordinator: Weak<GroupCoordinator>, wake: Arc<Notify>) {
 }
 
 /// Appends queued changes in order, several jobs per append when they pile up.
-async fn run_writer(log: Arc<Partition>, mut rx: mpsc::UnboundedReceiver<WriteJob>) {
+async fn run_writer(
+    log: Arc<Partition>,
+    mut rx: mpsc::UnboundedReceiver<WriteJob>,
+    compact: Option<Vec<NewRecord>>,
+) {
+    if let Some(records) = compact {
+        compact_log(&log, &records).await;
+    }
     while let Some(first) = rx.recv().await {
         let mut records = first.records;
         let mut done: Vec<Done> = first.done.into_iter().collect();
@@ -263,6 +287,34 @@ async fn run_writer(log: Arc<Partition>, mut rx: mpsc::UnboundedReceiver<WriteJo
             });
         for d in done {
             let _ = d.send(result.clone());
+        }
+    }
+}
+
+/// Appends the live state as one batch, then drops every record before it.
+async fn compact_log(log: &Partition, live: &[NewRecord]) {
+    let before = log.log_start_offset();
+    let snapshot_start = if live.is_empty() {
+        Ok(log.log_end_offset())
+    } else {
+        log.append_records(live, AckLevel::Durable)
+            .await
+            .map(|info| info.base_offset)
+    };
+    let result = snapshot_start.and_then(|at| {
+        log.log()
+            .delete_records_before(at)
+            .map(|()| at)
+            .map_err(CoreError::from)
+    });
+    match result {
+        Ok(at) => tracing::info!(
+            dropped = at - before,
+            live = live.len(),
+            "group log compacted"
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "group log compaction failed; the log stays as it was")
         }
     }
 }

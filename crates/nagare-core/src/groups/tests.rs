@@ -885,3 +885,53 @@ async fn the_driver_completes_waiting_joins_and_expires_silent_members() {
         Err(GroupError::UnknownMemberId)
     );
 }
+
+/// Many superseded commits are compacted away on the next start; the state stays.
+#[tokio::test]
+async fn the_group_log_is_compacted_on_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = crate::BrokerConfig {
+        data_dir: dir.path().to_path_buf(),
+        ..crate::BrokerConfig::default()
+    };
+    let commit = |offset: i64| OffsetCommitRequest {
+        group_id: G.into(),
+        generation: -1,
+        offsets: (0..3)
+            .map(|partition| OffsetCommit {
+                topic: "t".into(),
+                partition,
+                offset,
+                ..OffsetCommit::default()
+            })
+            .collect(),
+        ..OffsetCommitRequest::default()
+    };
+    {
+        let broker = crate::Broker::open(config.clone()).unwrap();
+        let c = GroupCoordinator::open(&broker, GroupConfig::default()).unwrap();
+        for i in 0..500 {
+            c.commit_offsets(commit(i)).await.unwrap();
+        }
+        broker.shutdown().unwrap();
+    }
+    for _ in 0..2 {
+        let broker = crate::Broker::open(config.clone()).unwrap();
+        let c = GroupCoordinator::open(&broker, GroupConfig::default()).unwrap();
+        // The compaction runs first on the writer task; a commit queues behind it.
+        c.commit_offsets(commit(499)).await.unwrap();
+        let log = broker
+            .internal_log(super::coordinator::OFFSETS_LOG)
+            .unwrap();
+        assert!(
+            log.log_end_offset() - log.log_start_offset() <= 10,
+            "log holds {}..{}",
+            log.log_start_offset(),
+            log.log_end_offset()
+        );
+        let got = c.fetch_offsets(G, None);
+        assert_eq!(got.len(), 3);
+        assert!(got.iter().all(|(_, o)| o.as_ref().unwrap().offset == 499));
+        broker.shutdown().unwrap();
+    }
+}
