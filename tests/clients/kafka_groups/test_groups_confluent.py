@@ -8,6 +8,8 @@ import sys
 import time
 import uuid
 
+import pytest
+
 from confluent_kafka import TopicPartition
 
 from groups_util import consumer, create_topic, poll_until, produce
@@ -19,15 +21,17 @@ def names(c):
     return sorted(tp.partition for tp in c.assignment())
 
 
-def test_two_consumers_split_four_partitions_and_failover(nagare):
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_two_consumers_split_four_partitions_and_failover(nagare, strategy):
     topic, group = "grp-split", "g-" + uuid.uuid4().hex
     create_topic(nagare.kafka, topic, 4)
     produce(nagare.kafka, topic, 1000, partitions=4)
     seen = []
-    a = consumer(nagare.kafka, group)
+    conf = {"partition.assignment.strategy": strategy}
+    a = consumer(nagare.kafka, group, **conf)
     a.subscribe([topic])
     assert poll_until([a], lambda: len(names(a)) == 4, 15, seen), "first member gets all 4"
-    b = consumer(nagare.kafka, group)
+    b = consumer(nagare.kafka, group, **conf)
     t0 = time.time()
     b.subscribe([topic])
     split = lambda: len(names(a)) == 2 and len(names(b)) == 2  # noqa: E731
