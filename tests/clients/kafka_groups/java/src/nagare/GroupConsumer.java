@@ -15,6 +15,8 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 /**
  * A KafkaConsumer in a group: subscribe(), poll until N records, commitSync(), close.
  * Usage: GroupConsumer BOOTSTRAP TOPIC GROUP N [GROUP_INSTANCE_ID]. Prints the values.
+ * With IDLE_EXIT_MS set, it also stops once nothing arrived for that long (after the
+ * first record), for members sharing N records with others.
  */
 public final class GroupConsumer {
     public static void main(String[] args) {
@@ -27,7 +29,7 @@ public final class GroupConsumer {
         p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-        if (args.length > 4) {
+        if (args.length > 4 && !args[4].isEmpty()) {
             p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, args[4]);
         }
         int want = Integer.parseInt(args[3]);
@@ -39,10 +41,16 @@ public final class GroupConsumer {
                     System.out.println("assigned " + parts.size());
                 }
             });
+            long idle = Long.parseLong(System.getenv().getOrDefault("IDLE_EXIT_MS", "0"));
             long deadline = System.currentTimeMillis() + 30_000;
+            long last = System.currentTimeMillis();
             while (values.size() < want && System.currentTimeMillis() < deadline) {
                 for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
                     values.add(r.value());
+                    last = System.currentTimeMillis();
+                }
+                if (idle > 0 && !values.isEmpty() && System.currentTimeMillis() - last > idle) {
+                    break;
                 }
             }
             c.commitSync();
