@@ -19,16 +19,22 @@ pub(crate) struct StompQueueSink {
 }
 
 impl QueueSink for StompQueueSink {
-    fn deliver(&self, d: Delivery) -> bool {
-        let mut buf = BytesMut::with_capacity(256 + d.record.value.as_ref().map_or(0, |v| v.len()));
-        let id = message_id(self.out.id, self.sub_num, d.offset);
-        self.head
-            .encode_record(&mut buf, &id, Some(d.redelivered), &d.record);
-        let ack = self
-            .auto_ack
-            .as_ref()
-            .map(|q| (q.clone(), d.consumer, d.offset));
-        self.out.send_queue_message(buf.freeze(), ack)
+    fn deliver(&self, deliveries: Vec<Delivery>) -> bool {
+        let size: usize = deliveries
+            .iter()
+            .map(|d| 256 + d.record.value.as_ref().map_or(0, |v| v.len()))
+            .sum();
+        let mut buf = BytesMut::with_capacity(size);
+        let mut acks = Vec::new();
+        for d in &deliveries {
+            let id = message_id(self.out.id, self.sub_num, d.offset);
+            self.head
+                .encode_record(&mut buf, &id, Some(d.redelivered), &d.record);
+            if let Some(q) = &self.auto_ack {
+                acks.push((q.clone(), d.consumer, d.offset));
+            }
+        }
+        self.out.send_queue_messages(buf.freeze(), acks)
     }
 }
 

@@ -28,8 +28,8 @@ type AutoAck = (Arc<Queue>, ConsumerId, i64);
 
 pub(crate) enum Out {
     Frame(Bytes, Option<OwnedSemaphorePermit>),
-    /// A queue message; `Some` acknowledges it once written (ack mode `auto`).
-    QueueMessage(Bytes, Option<AutoAck>),
+    /// Queue messages; the acks (ack mode `auto`) are settled once they are written.
+    QueueMessages(Bytes, Vec<AutoAck>),
     /// Write what came before, then close the socket.
     Close,
 }
@@ -135,22 +135,23 @@ impl ConnOut {
         self.enqueue(Out::Frame(bytes, Some(permit)))
     }
 
-    /// Sends a queue message (already bounded by prefetch credit). Returns true when it
-    /// was written at once and `auto_ack` asked to settle it on write: the caller settles.
-    pub fn send_queue_message(&self, bytes: Bytes, auto_ack: Option<AutoAck>) -> bool {
+    /// Sends queue messages (already bounded by prefetch credit). Returns true when they
+    /// were written at once and `auto_acks` asked to settle them on write: the caller
+    /// settles them.
+    pub fn send_queue_messages(&self, bytes: Bytes, auto_acks: Vec<AutoAck>) -> bool {
         if self.tx.is_closed() {
             return false;
         }
-        let settle_now = auto_ack.is_some();
-        let mut ack = auto_ack;
-        let res = self
-            .socket
-            .try_direct(bytes, &self.tx, |rest| Out::QueueMessage(rest, ack.take()));
+        let settle_now = !auto_acks.is_empty();
+        let mut acks = Some(auto_acks);
+        let res = self.socket.try_direct(bytes, &self.tx, |rest| {
+            Out::QueueMessages(rest, acks.take().unwrap_or_default())
+        });
         match res {
-            // Written whole (`ack` untouched): settle now. Partly: the writer settles.
-            Ok(()) => settle_now && ack.is_some(),
+            // Written whole (`acks` untouched): settle now. Partly: the writer settles.
+            Ok(()) => settle_now && acks.is_some(),
             Err(untouched) => {
-                self.enqueue(Out::QueueMessage(untouched, ack));
+                self.enqueue(Out::QueueMessages(untouched, acks.unwrap_or_default()));
                 false
             }
         }
@@ -263,7 +264,7 @@ async fn run(
                     buf.extend_from_slice(&b);
                     permits.extend(p);
                 }
-                Out::QueueMessage(b, ack) => {
+                Out::QueueMessages(b, ack) => {
                     buf.extend_from_slice(&b);
                     acks.extend(ack);
                 }

@@ -29,11 +29,13 @@ pub struct Delivery {
     pub redelivered: bool,
 }
 
-/// Where a consumer's messages go. `deliver` is called with the queue locked: it must not
-/// block and must not call back into the queue. It returns true when the consumer is
-/// already done with the message (auto-ack, written at once): it is settled right away.
+/// Where a consumer's messages go. `deliver` gets every message one dispatch round hands
+/// this consumer, in order (so they can be written together). It is called with the queue
+/// locked: it must not block and must not call back into the queue. It returns true when
+/// the consumer is already done with them (auto-ack, written at once): they are settled
+/// right away.
 pub trait QueueSink: Send + Sync {
-    fn deliver(&self, delivery: Delivery) -> bool;
+    fn deliver(&self, deliveries: Vec<Delivery>) -> bool;
 }
 
 struct Consumer {
@@ -285,7 +287,14 @@ impl Queue {
     }
 
     fn pump_locked(&self, st: &mut State) {
-        let mut settled = Vec::new();
+        // Rounds go on while consumers settle at once (auto-ack) and so regain credit.
+        while self.pump_round(st) {}
+    }
+
+    /// One dispatch round; true if messages were settled at once (credit came back).
+    fn pump_round(&self, st: &mut State) -> bool {
+        // Messages of this round per consumer index, handed over together at the end.
+        let mut rounds: Vec<Vec<Delivery>> = Vec::new();
         loop {
             if st.consumers.is_empty() {
                 break;
@@ -306,21 +315,38 @@ impl Queue {
             };
             st.turn = (k + 1) % n;
             let c = &mut st.consumers[k];
-            let (consumer, sink) = (c.id, c.sink.clone());
-            let done = sink.deliver(Delivery {
+            c.delivered.push_back(offset);
+            let consumer = c.id;
+            st.in_flight.insert(offset, record.clone());
+            if rounds.len() < n {
+                rounds.resize_with(n, Vec::new);
+            }
+            rounds[k].push(Delivery {
                 consumer,
                 offset,
-                record: record.clone(),
+                record,
                 redelivered,
             });
-            if done {
-                settled.push(offset);
-            } else {
-                c.delivered.push_back(offset);
-                st.in_flight.insert(offset, record);
+        }
+        let mut settled = Vec::new();
+        for (k, batch) in rounds.into_iter().enumerate() {
+            if batch.is_empty() {
+                continue;
+            }
+            let count = batch.len();
+            let sink = st.consumers[k].sink.clone();
+            if sink.deliver(batch) {
+                // Done already: these were the last `count` delivered to this consumer.
+                let c = &mut st.consumers[k];
+                let from = c.delivered.len() - count;
+                settled.extend(c.delivered.drain(from..));
             }
         }
+        for o in &settled {
+            st.in_flight.remove(o);
+        }
         self.mark_acked(st, &settled);
+        !settled.is_empty()
     }
 
     /// Reads the next records of the topic into `ready`; false if there are none.

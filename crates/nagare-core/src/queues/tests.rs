@@ -14,8 +14,8 @@ use crate::{AckLevel, Broker, BrokerConfig};
 struct Collect(Mutex<Vec<Delivery>>);
 
 impl QueueSink for Collect {
-    fn deliver(&self, d: Delivery) -> bool {
-        self.0.lock().push(d);
+    fn deliver(&self, d: Vec<Delivery>) -> bool {
+        self.0.lock().extend(d);
         false
     }
 }
@@ -155,4 +155,29 @@ async fn compaction_keeps_state_and_trims_acknowledged_messages() {
     q.subscribe(a.clone(), 10);
     let vals: Vec<String> = a.take().into_iter().map(|(v, _)| v).collect();
     assert_eq!(vals, vec!["2", "3", "5"]);
+}
+
+/// A consumer that is done with every message as soon as it gets it (auto-ack written
+/// at once): the queue keeps dispatching beyond the prefetch.
+struct Instant(Mutex<Vec<i64>>);
+
+impl QueueSink for Instant {
+    fn deliver(&self, d: Vec<Delivery>) -> bool {
+        self.0.lock().extend(d.iter().map(|d| d.offset));
+        true
+    }
+}
+
+#[tokio::test]
+async fn consumers_settling_at_once_get_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_b, queues) = open(dir.path());
+    let q = queues.queue("fast").unwrap();
+    let a = Arc::new(Instant(Mutex::new(Vec::new())));
+    q.subscribe(a.clone(), 2);
+    let vals: Vec<String> = (0..50).map(|i| i.to_string()).collect();
+    let refs: Vec<&str> = vals.iter().map(String::as_str).collect();
+    publish(&q, &refs).await;
+    assert_eq!(*a.0.lock(), (0..50).collect::<Vec<i64>>());
+    assert_eq!(q.depth(), (0, 0));
 }
