@@ -125,8 +125,17 @@ pub struct Member {
 }
 
 impl Member {
+    /// A JoinGroup of this member is parked and its client still waits for the answer.
+    /// A closed receiver means the connection is gone: the member then counts as not
+    /// rejoined, and its session can run out instead of stalling the rebalance until
+    /// the (long) rebalance timeout.
     pub fn is_awaiting_join(&self) -> bool {
-        self.join_waiter.is_some()
+        self.join_waiter.as_ref().is_some_and(|w| !w.is_closed())
+    }
+
+    /// Likewise for a parked SyncGroup.
+    pub fn is_awaiting_sync(&self) -> bool {
+        self.sync_waiter.as_ref().is_some_and(|w| !w.is_closed())
     }
 
     pub(crate) fn metadata_for(&self, protocol: &str) -> Bytes {
@@ -337,7 +346,7 @@ impl Group {
         }
         let mut consider = |t: u64| next = Some(next.map_or(t, |n: u64| n.min(t)));
         for m in self.members.values() {
-            if !m.is_awaiting_join() && m.sync_waiter.is_none() {
+            if !m.is_awaiting_join() && !m.is_awaiting_sync() {
                 consider(m.last_heartbeat_ms + m.session_timeout_ms);
             }
         }

@@ -120,7 +120,7 @@ impl Group {
             .values()
             .filter(|m| {
                 !m.is_awaiting_join()
-                    && m.sync_waiter.is_none()
+                    && !m.is_awaiting_sync()
                     && m.last_heartbeat_ms + m.session_timeout_ms <= now
             })
             .map(|m| m.member_id.clone())
@@ -136,7 +136,7 @@ impl Group {
             let unsynced: Vec<String> = self
                 .members
                 .values()
-                .filter(|m| m.sync_waiter.is_none())
+                .filter(|m| !m.is_awaiting_sync())
                 .map(|m| m.member_id.clone())
                 .collect();
             for id in unsynced {

@@ -271,6 +271,27 @@ fn a_member_timing_out_mid_rebalance_is_dropped_and_the_rest_complete() {
 }
 
 #[test]
+fn a_member_whose_connection_dropped_while_joining_expires_by_its_session() {
+    let mut gs = groups(100);
+    let (a, b) = stable_pair(&mut gs);
+    let (_c, mut jc) = join_v4(&mut gs, 1_000);
+    let mut ja = join(&mut gs, req(&a), 1_100);
+    // B rejoins, then its client dies: nobody will read the answer.
+    drop(join(&mut gs, req(&b), 1_200));
+    let expiry = 1_200 + SESSION as u64;
+    assert_eq!(
+        gs.next_deadline(),
+        Some(expiry),
+        "not the rebalance timeout"
+    );
+    gs.tick(expiry);
+    let ja = ready(&mut ja).unwrap().unwrap();
+    assert!(ready(&mut jc).unwrap().is_ok());
+    assert_eq!(ja.generation, 2);
+    assert!(gs.group(G).unwrap().member(&b).is_none());
+}
+
+#[test]
 fn rebalance_timeout_drops_members_that_keep_heartbeating_but_never_rejoin() {
     let mut gs = groups(100);
     let (a, b) = stable_pair(&mut gs);
