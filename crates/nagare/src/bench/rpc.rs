@@ -224,15 +224,21 @@ struct Reader {
 impl Reader {
     /// The next frame (reading as needed); ERROR frames are errors.
     async fn next(&mut self) -> anyhow::Result<Frame> {
+        let f = self.next_any().await?;
+        if f.command == Command::Error {
+            bail!(
+                "ERROR from broker: {:?} {}",
+                f.header("message"),
+                String::from_utf8_lossy(&f.body)
+            );
+        }
+        Ok(f)
+    }
+
+    /// The next frame, ERROR frames included.
+    async fn next_any(&mut self) -> anyhow::Result<Frame> {
         loop {
             if let Some(f) = self.decoder.decode(&mut self.buf)? {
-                if f.command == Command::Error {
-                    bail!(
-                        "ERROR from broker: {:?} {}",
-                        f.header("message"),
-                        String::from_utf8_lossy(&f.body)
-                    );
-                }
                 return Ok(f);
             }
             self.buf.reserve(64 * 1024);
@@ -242,9 +248,9 @@ impl Reader {
         }
     }
 
-    /// Every frame already buffered, reading once if there is none.
+    /// Every frame already buffered, reading once if there is none (ERROR included).
     async fn next_batch(&mut self, out: &mut Vec<Frame>) -> anyhow::Result<()> {
-        out.push(self.next().await?);
+        out.push(self.next_any().await?);
         while let Some(f) = self.decoder.decode(&mut self.buf)? {
             out.push(f);
         }
@@ -315,6 +321,12 @@ async fn responder(conn: Conn, queue: String, prefetch: u32) -> anyhow::Result<(
         frames.clear();
         s.rd.next_batch(&mut frames).await?;
         for f in &frames {
+            if f.command == Command::Error {
+                // ActiveMQ refuses replies to temp queues of an earlier, aborted run
+                // whose requests were still queued; the responder goes on.
+                tracing::debug!(message = ?f.header("message"), "responder got ERROR");
+                continue;
+            }
             if f.command != Command::Message {
                 continue;
             }
@@ -409,9 +421,12 @@ impl Client {
             while got < count {
                 frames.clear();
                 rd.next_batch(&mut frames).await?;
-                for f in frames.iter().filter(|f| f.command == Command::Message) {
-                    check(f, first, &mut seen)?;
-                    got += 1;
+                for f in &frames {
+                    fail_on_error(f)?;
+                    if f.command == Command::Message {
+                        check(f, first, &mut seen)?;
+                        got += 1;
+                    }
                 }
             }
             sender.await??;
@@ -427,9 +442,12 @@ impl Client {
                 while !replied {
                     frames.clear();
                     rd.next_batch(&mut frames).await?;
-                    for f in frames.iter().filter(|f| f.command == Command::Message) {
-                        check(f, first, &mut seen)?;
-                        replied = true;
+                    for f in &frames {
+                        fail_on_error(f)?;
+                        if f.command == Command::Message {
+                            check(f, first, &mut seen)?;
+                            replied = true;
+                        }
                     }
                 }
                 report::record(&mut hist, t0.elapsed());
@@ -437,6 +455,17 @@ impl Client {
         }
         Ok(hist)
     }
+}
+
+fn fail_on_error(f: &Frame) -> anyhow::Result<()> {
+    if f.command == Command::Error {
+        bail!(
+            "ERROR from broker: {:?} {}",
+            f.header("message"),
+            String::from_utf8_lossy(&f.body)
+        );
+    }
+    Ok(())
 }
 
 /// A reply must be its request's number plus one, and arrive exactly once.
