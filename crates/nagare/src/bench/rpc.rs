@@ -315,9 +315,23 @@ async fn responder(conn: Conn, queue: String, prefetch: u32) -> anyhow::Result<(
         "SUBSCRIBE\nid:rpc\ndestination:{queue}\nack:auto\nprefetch-count:{prefetch}\nactivemq.prefetchSize:{prefetch}\n\n\0"
     );
     s.wr.write_all(sub.as_bytes()).await?;
+    // Replies are written by their own task so that reading never waits for writing: a
+    // broker that stops reading while its own writes are pending (ActiveMQ's NIO
+    // transport) would otherwise deadlock with a responder blocked in a write.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<bytes::Bytes>();
+    let mut wr = s.wr;
+    let writer = tokio::spawn(async move {
+        while let Some(b) = rx.recv().await {
+            wr.write_all(&b).await?;
+        }
+        anyhow::Ok(())
+    });
     let mut frames = Vec::new();
     let mut out = BytesMut::with_capacity(64 * 1024);
     loop {
+        if writer.is_finished() {
+            return writer.await?;
+        }
         frames.clear();
         s.rd.next_batch(&mut frames).await?;
         for f in &frames {
@@ -341,9 +355,8 @@ async fn responder(conn: Conn, queue: String, prefetch: u32) -> anyhow::Result<(
             let body = (n + 1).to_string();
             put_send(&mut out, reply_to, None, corr, &body);
         }
-        if !out.is_empty() {
-            s.wr.write_all(&out).await?;
-            out.clear();
+        if !out.is_empty() && tx.send(out.split().freeze()).is_err() {
+            return writer.await?;
         }
     }
 }
