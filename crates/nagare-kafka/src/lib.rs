@@ -41,6 +41,24 @@ pub struct Config {
     pub max_fetch_wait_ms: u32,
     /// Largest fetch response (all partitions), whatever the client asks.
     pub max_fetch_bytes: u32,
+    /// How long a new group waits for more members before its first assignment
+    /// (Kafka's `group.initial.rebalance.delay.ms`); short so single consumers start at once.
+    pub group_initial_rebalance_delay_ms: u64,
+    /// Session timeouts clients may ask for (Kafka's `group.min/max.session.timeout.ms`).
+    pub group_min_session_timeout_ms: u64,
+    pub group_max_session_timeout_ms: u64,
+}
+
+impl Config {
+    /// The group coordinator's settings from the `[kafka]` table.
+    pub fn group_config(&self) -> nagare_core::groups::GroupConfig {
+        nagare_core::groups::GroupConfig {
+            initial_rebalance_delay_ms: self.group_initial_rebalance_delay_ms,
+            min_session_timeout_ms: self.group_min_session_timeout_ms,
+            max_session_timeout_ms: self.group_max_session_timeout_ms,
+            ..Default::default()
+        }
+    }
 }
 
 impl Default for Config {
@@ -51,6 +69,9 @@ impl Default for Config {
             max_pending_response_bytes: 1024 * 1024,
             max_fetch_wait_ms: 30_000,
             max_fetch_bytes: 64 * 1024 * 1024,
+            group_initial_rebalance_delay_ms: 50,
+            group_min_session_timeout_ms: 6_000,
+            group_max_session_timeout_ms: 1_800_000,
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use nagare_core::groups::{GroupConfig, GroupCoordinator};
+use nagare_core::groups::GroupCoordinator;
 use nagare_core::producers::Producers;
 use nagare_core::{Broker, CoreError};
 use tokio::net::TcpListener;
@@ -44,7 +44,7 @@ impl KafkaState {
         advertised_port: i32,
     ) -> Result<KafkaState, CoreError> {
         let producers = Arc::new(Producers::open(&broker)?);
-        let groups = GroupCoordinator::open(&broker, GroupConfig::from_env())?;
+        let groups = GroupCoordinator::open(&broker, config.group_config())?;
         Ok(KafkaState {
             broker,
             config,

@@ -64,20 +64,6 @@ impl Default for GroupConfig {
     }
 }
 
-impl GroupConfig {
-    /// The defaults, with `NAGARE_GROUP_INITIAL_REBALANCE_DELAY_MS` applied when set.
-    pub fn from_env() -> GroupConfig {
-        let mut c = GroupConfig::default();
-        if let Some(ms) = std::env::var("NAGARE_GROUP_INITIAL_REBALANCE_DELAY_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-        {
-            c.initial_rebalance_delay_ms = ms;
-        }
-        c
-    }
-}
-
 /// Every group of this coordinator.
 #[derive(Debug, Default)]
 pub struct Groups {
