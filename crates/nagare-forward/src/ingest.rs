@@ -17,12 +17,12 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use nagare_core::{AckLevel, Broker, CoreError, Partition};
 
-use crate::batch::{BatchWriter, HEADER_LEN};
 use crate::config::Format;
 use crate::decode::{EventTime, Request};
 use crate::error::DecodeError;
 use crate::json::write_json_limited;
 use crate::route::{Router, Target};
+use nagare_core::log::batch::{BatchWriter, HEADER_LEN};
 
 pub const TAG_HEADER: &str = "fluent.tag";
 pub const TIME_HEADER: &str = "fluent.time_ns";
@@ -207,8 +207,9 @@ pub fn build_batch(
         }
         w.push(
             e.time.millis(),
-            value,
-            &[(TAG_HEADER, &req.tag), (TIME_HEADER, ns)],
+            None,
+            Some(value),
+            [(TAG_HEADER, Some(&req.tag[..])), (TIME_HEADER, Some(ns))],
         );
     }
     // Shrink the reused scratch if one huge record grew it.

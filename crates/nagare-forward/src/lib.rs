@@ -10,7 +10,6 @@
 //! batch per request ([`ingest`]). The decoder ([`decode`]) is sans-io and bounded.
 
 pub mod auth;
-pub mod batch;
 pub mod config;
 mod conn;
 pub mod decode;

@@ -7,11 +7,13 @@
 //! baseTimestamp i64, maxTimestamp i64, producerId i64, producerEpoch i16, baseSequence i32,
 //! recordCount i32, then the records (varint encoded, possibly compressed).
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 
 use crate::codec;
 use crate::varint;
 use crate::BatchError;
+
+pub use crate::batch_writer::BatchWriter;
 
 /// Size of the fixed batch header, up to and including the record count.
 pub const HEADER_LEN: usize = 61;
@@ -261,8 +263,6 @@ pub struct NewRecord {
 /// Builds one uncompressed v2 batch (base offset 0, no producer id) from records.
 /// The log assigns the real offset at append.
 pub fn build_batch(records: &[NewRecord]) -> BytesMut {
-    let base_ts = records.first().map(|r| r.timestamp).unwrap_or(0);
-    let max_ts = records.iter().map(|r| r.timestamp).max().unwrap_or(base_ts);
     let body_estimate: usize = records
         .iter()
         .map(|r| {
@@ -274,54 +274,16 @@ pub fn build_batch(records: &[NewRecord]) -> BytesMut {
                     .sum::<usize>()
         })
         .sum();
-    let mut buf = BytesMut::with_capacity(HEADER_LEN + body_estimate);
-    buf.put_i64(0); // base offset
-    buf.put_i32(0); // batch length, patched below
-    buf.put_i32(-1); // partition leader epoch
-    buf.put_i8(2); // magic
-    buf.put_u32(0); // crc, patched below
-    buf.put_i16(0); // attributes: no compression, create time
-    buf.put_i32(records.len().saturating_sub(1) as i32);
-    buf.put_i64(base_ts);
-    buf.put_i64(max_ts);
-    buf.put_i64(-1); // producer id
-    buf.put_i16(-1); // producer epoch
-    buf.put_i32(-1); // base sequence
-    buf.put_i32(records.len() as i32);
-    let mut rec = Vec::with_capacity(64);
-    for (i, r) in records.iter().enumerate() {
-        rec.clear();
-        rec.push(0); // attributes
-        varint::put_varlong(&mut rec, r.timestamp.wrapping_sub(base_ts));
-        varint::put_varint(&mut rec, i as i32);
-        put_opt_bytes(&mut rec, r.key.as_deref());
-        put_opt_bytes(&mut rec, r.value.as_deref());
-        varint::put_varint(&mut rec, r.headers.len() as i32);
-        for (k, v) in &r.headers {
-            varint::put_varint(&mut rec, k.len() as i32);
-            rec.extend_from_slice(k.as_bytes());
-            put_opt_bytes(&mut rec, v.as_deref());
-        }
-        let mut len = Vec::with_capacity(5);
-        varint::put_varint(&mut len, rec.len() as i32);
-        buf.extend_from_slice(&len);
-        buf.extend_from_slice(&rec);
+    let mut w = BatchWriter::new(body_estimate);
+    for r in records {
+        w.push(
+            r.timestamp,
+            r.key.as_deref(),
+            r.value.as_deref(),
+            r.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref())),
+        );
     }
-    let batch_length = (buf.len() - LOG_OVERHEAD) as i32;
-    buf[pos::BATCH_LENGTH..pos::BATCH_LENGTH + 4].copy_from_slice(&batch_length.to_be_bytes());
-    let crc = crc32c::crc32c(&buf[pos::ATTRIBUTES..]);
-    buf[pos::CRC..pos::CRC + 4].copy_from_slice(&crc.to_be_bytes());
-    buf
-}
-
-fn put_opt_bytes(out: &mut Vec<u8>, b: Option<&[u8]>) {
-    match b {
-        None => varint::put_varint(out, -1),
-        Some(b) => {
-            varint::put_varint(out, b.len() as i32);
-            out.extend_from_slice(b);
-        }
-    }
+    w.finish()
 }
 
 /// A record decoded from a stored batch.

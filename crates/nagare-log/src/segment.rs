@@ -201,21 +201,8 @@ impl Segment {
     /// Finds the first batch whose last offset is >= `offset` among the first `limit`
     /// bytes; returns its position and header.
     pub fn find(&self, offset: i64, limit: u64) -> std::io::Result<Option<(u64, BatchHeader)>> {
-        let mut pos = self.idx.read().lookup(self.base, offset);
-        let mut reader = ChunkReader::new(&self.file, limit, LOOKUP_CHUNK);
-        while pos + HEADER_LEN as u64 <= limit {
-            let Some(head) = reader.get(pos, HEADER_LEN)? else {
-                return Ok(None);
-            };
-            let Ok(h) = batch::parse_header(head) else {
-                return Ok(None);
-            };
-            if h.last_offset() >= offset {
-                return Ok(Some((pos, h)));
-            }
-            pos += h.total_len() as u64;
-        }
-        Ok(None)
+        let pos = self.idx.read().lookup(self.base, offset);
+        self.scan_headers(pos, limit, LOOKUP_CHUNK, |h| h.last_offset() >= offset)
     }
 
     /// First batch (within `limit` bytes) whose max timestamp is >= `ts` and whose last
@@ -226,14 +213,26 @@ impl Segment {
         min_offset: i64,
         limit: u64,
     ) -> std::io::Result<Option<(u64, BatchHeader)>> {
-        let (mut pos, mut reader) = {
+        let pos = {
             let idx = self.idx.read();
             let offset = idx.time_lookup(self.base, ts).max(min_offset);
-            (
-                idx.lookup(self.base, offset),
-                ChunkReader::new(&self.file, limit, SCAN_CHUNK),
-            )
+            idx.lookup(self.base, offset)
         };
+        self.scan_headers(pos, limit, SCAN_CHUNK, |h| {
+            h.max_timestamp >= ts && h.last_offset() >= min_offset
+        })
+    }
+
+    /// Walks batch headers from `pos` (a batch start) up to `limit` and returns the first
+    /// batch `wanted` accepts; a short or unparsable header ends the walk.
+    fn scan_headers(
+        &self,
+        mut pos: u64,
+        limit: u64,
+        chunk: usize,
+        wanted: impl Fn(&BatchHeader) -> bool,
+    ) -> std::io::Result<Option<(u64, BatchHeader)>> {
+        let mut reader = ChunkReader::new(&self.file, limit, chunk);
         while pos + HEADER_LEN as u64 <= limit {
             let Some(head) = reader.get(pos, HEADER_LEN)? else {
                 return Ok(None);
@@ -241,7 +240,7 @@ impl Segment {
             let Ok(h) = batch::parse_header(head) else {
                 return Ok(None);
             };
-            if h.max_timestamp >= ts && h.last_offset() >= min_offset {
+            if wanted(&h) {
                 return Ok(Some((pos, h)));
             }
             pos += h.total_len() as u64;

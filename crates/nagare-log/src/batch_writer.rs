@@ -1,20 +1,14 @@
-//! Writes forward events straight into a Kafka record batch v2.
+//! Writes records straight into an uncompressed Kafka record batch v2.
 //!
-//! Why not `nagare_log::batch::NewRecord` + `build_batch`: at a million events per
-//! second, building a `NewRecord` per event (a header `Vec`, two header-name `String`s,
-//! three reference-counted `Bytes`) and then copying everything into the batch cost about
-//! a third of the receiver's CPU in malloc/free, refcounting and memmove (perf, `nagare
-//! bench forward`). Here each event's record is appended to the batch buffer in place;
-//! the finished batch goes through `Partition::append`, which validates it (sizes, CRC)
-//! exactly as it validates any producer's batch. Tests decode what this writes with
-//! `nagare_log::batch::decode_records`.
+//! Each record's size is computed first, so the record is written once, in place, with
+//! no per-record scratch buffer. The forward receiver calls this for every event (a
+//! million a second); `build_batch` uses it for the STOMP and internal-state paths.
 
 use bytes::{BufMut, BytesMut};
 
-/// Bytes before the first record (Kafka's record batch v2 header).
-pub const HEADER_LEN: usize = 61;
+use crate::batch::{pos, HEADER_LEN, LOG_OVERHEAD};
 
-/// One batch being written.
+/// One batch being written. Base offset 0, no producer id: the log assigns offsets.
 pub struct BatchWriter {
     buf: BytesMut,
     count: i32,
@@ -35,6 +29,7 @@ impl BatchWriter {
         }
     }
 
+    /// Bytes written so far, header included.
     pub fn len(&self) -> usize {
         self.buf.len()
     }
@@ -47,25 +42,35 @@ impl BatchWriter {
         self.count
     }
 
-    /// Appends one record: no key, `value`, and `headers` (name, value) in order. The
-    /// record's size is computed first so it is written once, in place.
-    pub fn push(&mut self, timestamp: i64, value: &[u8], headers: &[(&str, &[u8])]) {
+    /// Appends one record with its headers (name, value) in order.
+    pub fn push<'h, H>(
+        &mut self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: H,
+    ) where
+        H: IntoIterator<Item = (&'h str, Option<&'h [u8]>)>,
+        H::IntoIter: Clone,
+    {
         if self.count == 0 {
             self.base_ts = timestamp;
         }
         self.max_ts = self.max_ts.max(timestamp);
         let ts_delta = timestamp.wrapping_sub(self.base_ts);
         let offset_delta = self.count as i64;
+        let headers = headers.into_iter();
+        let mut header_count = 0i64;
         let mut size = 1
             + varlong_len(ts_delta)
             + varlong_len(offset_delta)
-            + 1
-            + varlong_len(value.len() as i64)
-            + value.len()
-            + varlong_len(headers.len() as i64);
-        for (k, v) in headers {
-            size += varlong_len(k.len() as i64) + k.len() + varlong_len(v.len() as i64) + v.len();
+            + opt_bytes_len(key)
+            + opt_bytes_len(value);
+        for (k, v) in headers.clone() {
+            header_count += 1;
+            size += varlong_len(k.len() as i64) + k.len() + opt_bytes_len(v);
         }
+        size += varlong_len(header_count);
         // Zero-fill once, then store bytes through a cursor: a record is a dozen tiny
         // fields, and a memmove call per field cost more than the copying itself.
         let old = self.buf.len();
@@ -78,23 +83,21 @@ impl BatchWriter {
         c.byte(0); // attributes
         c.varlong(ts_delta);
         c.varlong(offset_delta);
-        c.varlong(-1); // no key
-        c.varlong(value.len() as i64);
-        c.bytes(value);
-        c.varlong(headers.len() as i64);
+        c.opt_bytes(key);
+        c.opt_bytes(value);
+        c.varlong(header_count);
         for (k, v) in headers {
             c.varlong(k.len() as i64);
             c.bytes(k.as_bytes());
-            c.varlong(v.len() as i64);
-            c.bytes(v);
+            c.opt_bytes(v);
         }
         debug_assert_eq!(c.i, c.b.len());
         self.count += 1;
     }
 
-    /// Fills in the header (base offset 0: the log assigns offsets) and the CRC.
+    /// Fills in the header and the CRC.
     pub fn finish(mut self) -> BytesMut {
-        let batch_length = (self.buf.len() - 12) as i32;
+        let batch_length = (self.buf.len() - LOG_OVERHEAD) as i32;
         let max_ts = if self.count == 0 {
             self.base_ts
         } else {
@@ -114,9 +117,8 @@ impl BatchWriter {
         h.put_i16(-1); // producer epoch
         h.put_i32(-1); // base sequence
         h.put_i32(self.count);
-        // CRC-32C from the attributes to the end.
-        let crc = crc32c::crc32c(&self.buf[21..]);
-        self.buf[17..21].copy_from_slice(&crc.to_be_bytes());
+        let crc = crc32c::crc32c(&self.buf[pos::ATTRIBUTES..]);
+        self.buf[pos::CRC..pos::CRC + 4].copy_from_slice(&crc.to_be_bytes());
         self.buf
     }
 }
@@ -133,6 +135,7 @@ impl Cursor<'_> {
         self.i += 1;
     }
 
+    /// Zig-zag varint, as every record field uses.
     fn varlong(&mut self, v: i64) {
         let mut z = ((v << 1) ^ (v >> 63)) as u64;
         while z >= 0x80 {
@@ -152,6 +155,17 @@ impl Cursor<'_> {
             self.i += s.len();
         }
     }
+
+    /// Length-prefixed bytes; -1 for null.
+    fn opt_bytes(&mut self, s: Option<&[u8]>) {
+        match s {
+            None => self.varlong(-1),
+            Some(s) => {
+                self.varlong(s.len() as i64);
+                self.bytes(s);
+            }
+        }
+    }
 }
 
 fn varlong_len(v: i64) -> usize {
@@ -159,23 +173,17 @@ fn varlong_len(v: i64) -> usize {
     (64 - (z | 1).leading_zeros() as usize).div_ceil(7)
 }
 
+fn opt_bytes_len(s: Option<&[u8]>) -> usize {
+    match s {
+        None => 1,
+        Some(s) => varlong_len(s.len() as i64) + s.len(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nagare_core::log::batch::{decode_records, validate};
-
-    /// Zig-zag varint (Kafka's record fields), written into `out`; returns its length.
-    fn varlong_into(out: &mut [u8; 10], v: i64) -> usize {
-        let mut z = ((v << 1) ^ (v >> 63)) as u64;
-        let mut i = 0;
-        while z >= 0x80 {
-            out[i] = (z as u8) | 0x80;
-            z >>= 7;
-            i += 1;
-        }
-        out[i] = z as u8;
-        i + 1
-    }
+    use crate::batch::{decode_records, validate};
 
     #[test]
     fn what_we_write_the_log_reads_back() {
@@ -183,11 +191,17 @@ mod tests {
         let long = vec![b'x'; 300];
         w.push(
             1_700_000_000_123,
-            b"{\"a\":1}",
-            &[("fluent.tag", b"t"), ("n", b"1")],
+            None,
+            Some(b"{\"a\":1}"),
+            [("fluent.tag", Some(&b"t"[..])), ("n", Some(&b"1"[..]))],
         );
-        w.push(1_700_000_000_001, &long, &[]);
-        w.push(1_700_000_009_000, b"", &[("k", b"")]);
+        w.push(1_700_000_000_001, Some(b"key"), Some(&long), []);
+        w.push(
+            1_700_000_009_000,
+            None,
+            None,
+            [("k", Some(&b""[..])), ("z", None)],
+        );
         let batch = w.finish();
         validate(&batch, 1 << 20).unwrap();
         let recs = decode_records(&batch).unwrap();
@@ -197,9 +211,12 @@ mod tests {
         assert_eq!(recs[2].timestamp, 1_700_000_009_000);
         assert_eq!(recs[0].value.as_deref(), Some(&b"{\"a\":1}"[..]));
         assert_eq!(recs[1].value.as_deref(), Some(&long[..]));
+        assert_eq!(recs[1].key.as_deref(), Some(&b"key"[..]));
         assert!(recs[0].key.is_none());
+        assert!(recs[2].value.is_none());
         assert_eq!(recs[0].headers[0].0, "fluent.tag");
         assert_eq!(recs[0].headers[1].1.as_deref(), Some(&b"1"[..]));
+        assert_eq!(recs[2].headers[1], ("z".to_string(), None));
         assert_eq!(recs[2].offset, 2);
     }
 
@@ -218,8 +235,10 @@ mod tests {
             i64::MIN,
             i64::MAX,
         ] {
-            let mut tmp = [0u8; 10];
-            assert_eq!(varlong_len(v), varlong_into(&mut tmp, v), "{v}");
+            let mut out = [0u8; 10];
+            let mut c = Cursor { b: &mut out, i: 0 };
+            c.varlong(v);
+            assert_eq!(varlong_len(v), c.i, "{v}");
         }
     }
 }
