@@ -2,7 +2,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use nagare_log::batch::{build_batch, NewRecord};
+use nagare_log::batch::{build_batch, parse_header, NewRecord};
 use nagare_log::{AppendInfo, PartitionLog, ReadResult};
 use parking_lot::RwLock;
 use tokio::sync::watch;
@@ -154,6 +154,29 @@ impl Partition {
         let mut rx = self.subscribe();
         let waited = tokio::time::timeout(timeout, rx.wait_for(|end| *end > offset)).await;
         matches!(waited, Ok(Ok(_)))
+    }
+
+    /// Hands every stored batch, from the log start to the current end, to `on_batch` in
+    /// order: how internal logs (producer ids, queue state, group offsets) are replayed
+    /// on startup. Reads a few MiB at a time.
+    pub fn replay_batches(
+        &self,
+        mut on_batch: impl FnMut(&bytes::Bytes) -> Result<(), CoreError>,
+    ) -> Result<(), CoreError> {
+        let end = self.log_end_offset();
+        let mut offset = self.log_start_offset();
+        while offset < end {
+            let batches = self.log.read_batches(offset, 4 << 20)?;
+            if batches.is_empty() {
+                break;
+            }
+            for b in &batches {
+                let header = parse_header(b).map_err(nagare_log::LogError::from)?;
+                offset = offset.max(header.last_offset() + 1);
+                on_batch(b)?;
+            }
+        }
+        Ok(())
     }
 
     /// Called after a truncation or retention so watchers see the new offsets.

@@ -119,23 +119,15 @@ impl Producers {
         let log = broker.internal_log("producers")?;
         let mut next = 0i64;
         let mut epochs = HashMap::new();
-        let mut offset = log.log_start_offset();
-        while offset < log.log_end_offset() {
-            let batches = log.log().read_batches(offset, 4 * 1024 * 1024)?;
-            if batches.is_empty() {
-                break;
-            }
-            for b in &batches {
-                let header = batch::parse_header(b).map_err(nagare_log::LogError::from)?;
-                offset = header.last_offset() + 1;
-                for r in batch::decode_records(b).map_err(nagare_log::LogError::from)? {
-                    if let Some((id, epoch)) = r.value.as_deref().and_then(parse_allocation) {
-                        next = next.max(id + 1);
-                        epochs.insert(id, epoch);
-                    }
+        log.replay_batches(|b| {
+            for r in batch::decode_records(b).map_err(nagare_log::LogError::from)? {
+                if let Some((id, epoch)) = r.value.as_deref().and_then(parse_allocation) {
+                    next = next.max(id + 1);
+                    epochs.insert(id, epoch);
                 }
             }
-        }
+            Ok(())
+        })?;
         tracing::info!(
             producers = epochs.len(),
             next_id = next,

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use nagare_log::batch::{decode_records, parse_header, NewRecord};
+use nagare_log::batch::{decode_records, NewRecord};
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot, Notify};
 
@@ -321,43 +321,26 @@ async fn compact_log(log: &Partition, live: &[NewRecord]) {
 
 /// Reads the whole internal log into `groups`; returns how many records it applied.
 fn replay(log: &Partition, groups: &mut Groups) -> Result<usize, CoreError> {
-    let end = log.log_end_offset();
-    let mut offset = log.log_start_offset();
     let mut applied = 0;
-    while offset < end {
-        let batches = log.log().read_batches(offset, 1 << 20)?;
-        if batches.is_empty() {
-            break;
-        }
-        for batch in batches {
-            let header = match parse_header(&batch) {
-                Ok(h) => h,
-                Err(e) => {
-                    tracing::warn!(offset, error = %e, "unreadable batch in the group log; replay stops here");
-                    return Ok(applied);
-                }
-            };
-            match decode_records(&batch) {
-                Ok(records) => {
-                    for r in records {
-                        match PersistOp::from_record(&r) {
-                            Some(op) => {
-                                groups.apply(op);
-                                applied += 1;
-                            }
-                            None => tracing::warn!(
-                                offset = r.offset,
-                                "skipping an unreadable group log record"
-                            ),
+    log.replay_batches(|batch| {
+        match decode_records(batch) {
+            Ok(records) => {
+                for r in records {
+                    match PersistOp::from_record(&r) {
+                        Some(op) => {
+                            groups.apply(op);
+                            applied += 1;
                         }
+                        None => tracing::warn!(
+                            offset = r.offset,
+                            "skipping an unreadable group log record"
+                        ),
                     }
                 }
-                Err(e) => {
-                    tracing::warn!(offset, error = %e, "skipping an undecodable group log batch")
-                }
             }
-            offset = header.last_offset() + 1;
+            Err(e) => tracing::warn!(error = %e, "skipping an undecodable group log batch"),
         }
-    }
+        Ok(())
+    })?;
     Ok(applied)
 }

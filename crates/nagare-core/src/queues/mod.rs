@@ -208,23 +208,14 @@ pub fn topic_for(name: &str) -> String {
 
 fn replay(log: &Partition) -> Result<HashMap<String, AckState>, CoreError> {
     let mut states: HashMap<String, AckState> = HashMap::new();
-    let mut offset = log.log_start_offset();
-    let end = log.log_end_offset();
-    while offset < end {
-        let batches = log.log().read_batches(offset, 4 << 20)?;
-        if batches.is_empty() {
-            break;
-        }
-        for b in &batches {
-            let header = nagare_log::batch::parse_header(b).map_err(nagare_log::LogError::from)?;
-            offset = offset.max(header.last_offset() + 1);
-            for r in decode_records(b).map_err(nagare_log::LogError::from)? {
-                if let Some((queue, op)) = StateOp::from_record(&r) {
-                    op.apply(states.entry(queue).or_default());
-                }
+    log.replay_batches(|b| {
+        for r in decode_records(b).map_err(nagare_log::LogError::from)? {
+            if let Some((queue, op)) = StateOp::from_record(&r) {
+                op.apply(states.entry(queue).or_default());
             }
         }
-    }
+        Ok(())
+    })?;
     Ok(states)
 }
 
