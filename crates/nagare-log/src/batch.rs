@@ -9,48 +9,18 @@
 
 use bytes::{Bytes, BytesMut};
 
+pub(crate) use crate::batch_layout::pos;
+pub use crate::batch_layout::{Compression, HEADER_LEN, LOG_OVERHEAD};
 use crate::codec;
 use crate::varint;
 use crate::BatchError;
 
 pub use crate::batch_writer::BatchWriter;
 
-/// Size of the fixed batch header, up to and including the record count.
-pub const HEADER_LEN: usize = 61;
-/// Bytes before `batchLength` counts: baseOffset + batchLength itself.
-pub const LOG_OVERHEAD: usize = 12;
-
-/// Byte positions of the header fields.
-pub(crate) mod pos {
-    pub const BATCH_LENGTH: usize = 8;
-    pub const LEADER_EPOCH: usize = 12;
-    pub const MAGIC: usize = 16;
-    pub const CRC: usize = 17;
-    pub const ATTRIBUTES: usize = 21;
-    pub const LAST_OFFSET_DELTA: usize = 23;
-    pub const BASE_TIMESTAMP: usize = 27;
-    pub const MAX_TIMESTAMP: usize = 35;
-    pub const PRODUCER_ID: usize = 43;
-    pub const PRODUCER_EPOCH: usize = 51;
-    pub const BASE_SEQUENCE: usize = 53;
-    pub const RECORD_COUNT: usize = 57;
-}
-
 /// The smallest encoding of one record: length, attributes, timestamp delta, offset
 /// delta, key length, value length and header count, one byte each. Bounds record
 /// counts against the bytes that must hold them.
 const MIN_RECORD_LEN: usize = 7;
-
-/// Compression codec, from the low 3 bits of the attributes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Compression {
-    #[default]
-    None,
-    Gzip,
-    Snappy,
-    Lz4,
-    Zstd,
-}
 
 /// The fixed header of one record batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 
 use bytes::{BufMut, BytesMut};
 
-use crate::batch::{pos, HEADER_LEN, LOG_OVERHEAD};
+use crate::batch_layout::{pos, HEADER_LEN, LOG_OVERHEAD};
 
 /// One batch being written. Base offset 0, no producer id: the log assigns offsets.
 pub struct BatchWriter {

@@ -2,7 +2,7 @@
 
 use std::io::Read;
 
-use crate::batch::Compression;
+use crate::batch_layout::Compression;
 use crate::BatchError;
 
 /// Largest decompressed records body accepted.

@@ -10,6 +10,7 @@
 //! concurrent readers.
 
 pub mod batch;
+mod batch_layout;
 mod batch_writer;
 mod codec;
 mod config;

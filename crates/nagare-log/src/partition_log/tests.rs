@@ -4,8 +4,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::*;
+use crate::batch;
 use crate::batch::{build_batch, decode_records, NewRecord};
 use crate::BatchError;
+use bytes::Bytes;
 
 /// A scratch directory; on tmpfs when there is one, since the randomized tests fsync a
 /// lot and only the logic is under test there.

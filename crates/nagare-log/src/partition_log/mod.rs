@@ -1,0 +1,166 @@
+//! One partition's log: a directory of segments (see the crate docs). The work is split
+//! by job: `recovery` opens a directory and repairs a torn tail, `append` validates,
+//! assigns offsets and rolls, `read` locates whole batches for fetches and timestamp
+//! lookups, `sync` owns fsync and group commit, `truncate` cuts the tail, `retention`
+//! deletes old segments. This file holds the shared state and the small helpers they use.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::segment::Segment;
+use crate::{LogConfig, LogError};
+
+mod append;
+mod read;
+mod recovery;
+mod retention;
+mod sync;
+mod truncate;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendInfo {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    /// Largest record timestamp of the batch.
+    pub max_timestamp: i64,
+    pub record_count: u32,
+}
+
+/// A byte range of a segment file holding whole batches, for `sendfile(2)`.
+#[derive(Debug, Clone)]
+pub struct FileSlice {
+    pub file: Arc<File>,
+    pub position: u64,
+    pub len: u32,
+}
+
+/// What a read returned: whole batches starting with the one holding the requested
+/// offset, plus the partition's offsets at the time of the read.
+#[derive(Debug, Clone, Default)]
+pub struct ReadResult {
+    pub slices: Vec<FileSlice>,
+    pub total_bytes: u64,
+    pub log_start_offset: i64,
+    pub high_watermark: i64,
+}
+
+/// Written by `close()` after everything is fsynced, removed by `open()`: when it is
+/// missing at open, the last shutdown was not clean and the tail is recovered.
+const CLEAN_SHUTDOWN_FILE: &str = ".nagare_cleanshutdown";
+/// The log start offset when `delete_records_before` moved it inside a segment.
+const LOG_START_FILE: &str = "log-start-offset";
+/// Recovery refuses to read batches claiming more than this (or the configured maximum,
+/// if larger), so a corrupt length cannot cause a huge allocation.
+const RECOVERY_MAX_BATCH: usize = 64 * 1024 * 1024;
+
+/// One partition's log: a directory of segments. See the crate docs.
+pub struct PartitionLog {
+    dir: PathBuf,
+    config: LogConfig,
+    /// Ordered by base offset; the last one is active. Readers hold the read lock while
+    /// they locate data; roll, truncation and retention take the write lock.
+    segments: RwLock<Vec<Arc<Segment>>>,
+    writer: Mutex<Writer>,
+    /// What readers may see: updated only after a write completes.
+    published: Mutex<Published>,
+    start_offset: AtomicI64,
+    flushed: AtomicI64,
+    sync_lock: Mutex<()>,
+    /// Rolled segments whose data and indexes still need an fsync.
+    unsynced: Mutex<Vec<Arc<Segment>>>,
+    /// A segment file was created or removed since the last directory fsync.
+    dir_dirty: AtomicBool,
+}
+
+struct Writer {
+    active: Arc<Segment>,
+    /// When the active segment became active (for age-based rolling).
+    active_since: Instant,
+    closed: bool,
+}
+
+/// The end of the log as readers see it: the end offset and how many bytes of the
+/// active segment hold batches below it.
+#[derive(Debug, Clone, Copy)]
+struct Published {
+    end_offset: i64,
+    active_base: i64,
+    active_size: u64,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> LogError + '_ {
+    move |source| LogError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Copies an I/O error so several failed batches can each report it.
+fn copy_err(e: &LogError) -> LogError {
+    match e {
+        LogError::Io { path, source } => LogError::Io {
+            path: path.clone(),
+            source: std::io::Error::new(source.kind(), source.to_string()),
+        },
+        LogError::Batch(b) => LogError::Batch(b.clone()),
+        LogError::OffsetOutOfRange { offset, start, end } => LogError::OffsetOutOfRange {
+            offset: *offset,
+            start: *start,
+            end: *end,
+        },
+        LogError::Closed => LogError::Closed,
+    }
+}
+
+impl PartitionLog {
+    fn segment_bytes(&self) -> u64 {
+        // Positions in the index are 32 bits; Kafka caps segments the same way.
+        self.config.segment_bytes.clamp(1, i32::MAX as u64)
+    }
+
+    fn publish(&self, p: Published) {
+        *self.published.lock() = p;
+    }
+
+    fn published(&self) -> Published {
+        *self.published.lock()
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.start_offset.load(Ordering::Acquire)
+    }
+    /// Offset the next appended record will get.
+    pub fn log_end_offset(&self) -> i64 {
+        self.published().end_offset
+    }
+    /// Offset up to which (exclusive) appended bytes are known to be fsynced.
+    pub fn flushed_offset(&self) -> i64 {
+        self.flushed.load(Ordering::Acquire)
+    }
+
+    fn set_start_offset(&self, offset: i64) -> Result<(), LogError> {
+        self.start_offset.store(offset, Ordering::Release);
+        let tmp = self.dir.join(format!("{LOG_START_FILE}.tmp"));
+        let path = self.dir.join(LOG_START_FILE);
+        std::fs::write(&tmp, format!("{offset}\n")).map_err(io_err(&tmp))?;
+        std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
+        Ok(())
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+    /// Total bytes in all segments.
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.read().iter().map(|s| s.size()).sum()
+    }
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,0 +1,172 @@
+//! Reading: whole batches from an offset for fetches (as file ranges, for sendfile), and
+//! lookups by timestamp. Readers see only what `append` published.
+
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{io_err, FileSlice, PartitionLog, ReadResult};
+use crate::batch::{self, LOG_OVERHEAD};
+use crate::segment::Segment;
+use crate::LogError;
+
+impl PartitionLog {
+    /// Whole batches from the one containing `offset`, up to about `max_bytes` (at least
+    /// one batch is returned even if larger). `offset == log_end_offset` returns nothing;
+    /// outside [log_start_offset, log_end_offset] is `OffsetOutOfRange`.
+    pub fn read(&self, offset: i64, max_bytes: u64) -> Result<ReadResult, LogError> {
+        let p = self.published();
+        let start = self.start_offset.load(Ordering::Acquire);
+        if offset < start || offset > p.end_offset {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                start,
+                end: p.end_offset,
+            });
+        }
+        let mut res = ReadResult {
+            log_start_offset: start,
+            high_watermark: p.end_offset,
+            ..Default::default()
+        };
+        if offset == p.end_offset {
+            return Ok(res);
+        }
+        let segs = self.segments.read();
+        let k = segs.partition_point(|s| s.base <= offset).saturating_sub(1);
+        let mut budget = max_bytes;
+        for seg in &segs[k..] {
+            if seg.base > p.active_base {
+                break;
+            }
+            let limit = if seg.base == p.active_base {
+                p.active_size
+            } else {
+                seg.size()
+            };
+            let (pos, first_len) = if res.slices.is_empty() {
+                match seg.find(offset, limit).map_err(io_err(&seg.log_path))? {
+                    Some((pos, h)) => (pos, h.total_len() as u64),
+                    None => continue,
+                }
+            } else {
+                if limit < LOG_OVERHEAD as u64 {
+                    continue;
+                }
+                let mut head = [0u8; LOG_OVERHEAD];
+                seg.file
+                    .read_exact_at(&mut head, 0)
+                    .map_err(io_err(&seg.log_path))?;
+                let len = batch::peek_total_len(&head)? as u64;
+                if len > budget {
+                    break;
+                }
+                (0, len)
+            };
+            let end = seg
+                .extend(pos, first_len, budget, limit)
+                .map_err(io_err(&seg.log_path))?;
+            let len = end - pos;
+            res.slices.push(FileSlice {
+                file: seg.file.clone(),
+                position: pos,
+                len: len as u32,
+            });
+            res.total_bytes += len;
+            budget = budget.saturating_sub(len);
+            if budget == 0 || end < limit {
+                break;
+            }
+        }
+        Ok(res)
+    }
+
+    /// Same as `read` but copies the batches into memory, one `Bytes` per batch.
+    pub fn read_batches(&self, offset: i64, max_bytes: u64) -> Result<Vec<Bytes>, LogError> {
+        let res = self.read(offset, max_bytes)?;
+        let mut out = Vec::new();
+        for s in res.slices {
+            let mut buf = vec![0u8; s.len as usize];
+            s.file
+                .read_exact_at(&mut buf, s.position)
+                .map_err(io_err(&self.dir))?;
+            let buf = Bytes::from(buf);
+            for r in batch::split_batches(&buf)? {
+                out.push(buf.slice(r));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Largest record timestamp in the log and the offset of the first record holding it
+    /// (as Kafka answers ListOffsets MAX_TIMESTAMP); the offset of its batch's last
+    /// record if that batch cannot be decoded.
+    pub fn max_timestamp(&self) -> Option<(i64, i64)> {
+        let p = self.published();
+        let segs = self.segments.read();
+        let mut best: Option<(i64, i64, &Arc<Segment>)> = None;
+        for seg in segs.iter() {
+            if let Some((ts, off)) = seg.idx.read().max_timestamp {
+                if best.is_none_or(|(b, _, _)| ts > b) {
+                    best = Some((ts, off, seg));
+                }
+            }
+        }
+        let (ts, last, seg) = best?;
+        let limit = if seg.base == p.active_base {
+            p.active_size
+        } else {
+            seg.size()
+        };
+        let exact = seg.find(last, limit).ok().flatten().and_then(|(pos, h)| {
+            let mut buf = vec![0u8; h.total_len()];
+            seg.file.read_exact_at(&mut buf, pos).ok()?;
+            let records = batch::decode_records(&buf).ok()?;
+            records
+                .into_iter()
+                .find(|r| r.timestamp == ts)
+                .map(|r| r.offset)
+        });
+        Some((ts, exact.unwrap_or(last)))
+    }
+    /// First record whose timestamp is >= `timestamp`, as (offset, its timestamp): the
+    /// first batch whose max timestamp reaches it, then the record inside (falling back
+    /// to the batch's base offset and max timestamp if the batch cannot be decoded).
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Option<(i64, i64)> {
+        let p = self.published();
+        let start = self.log_start_offset();
+        let segs = self.segments.read();
+        for seg in segs.iter() {
+            if seg.base > p.active_base {
+                break;
+            }
+            let max = seg.idx.read().max_timestamp;
+            if max.is_none_or(|(ts, _)| ts < timestamp) {
+                continue;
+            }
+            let limit = if seg.base == p.active_base {
+                p.active_size
+            } else {
+                seg.size()
+            };
+            let Ok(Some((pos, h))) = seg.find_by_time(timestamp, start, limit) else {
+                continue;
+            };
+            let mut buf = vec![0u8; h.total_len()];
+            let exact = seg
+                .file
+                .read_exact_at(&mut buf, pos)
+                .ok()
+                .and_then(|()| batch::decode_records(&buf).ok())
+                .and_then(|recs| {
+                    recs.into_iter()
+                        .find(|r| r.timestamp >= timestamp && r.offset >= start)
+                        .map(|r| (r.offset, r.timestamp))
+                });
+            return Some(exact.unwrap_or((h.base_offset.max(start), h.max_timestamp)));
+        }
+        None
+    }
+}

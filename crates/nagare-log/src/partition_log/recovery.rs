@@ -1,0 +1,157 @@
+//! Opening a log directory: list the segments, load or rebuild their indexes, and cut a
+//! torn or corrupt tail back to the last whole batch when the last shutdown was not clean.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicI64};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::sync::sync_dir;
+use super::{
+    io_err, PartitionLog, Published, Writer, CLEAN_SHUTDOWN_FILE, LOG_START_FILE,
+    RECOVERY_MAX_BATCH,
+};
+use crate::segment::Segment;
+use crate::{LogConfig, LogError};
+
+impl PartitionLog {
+    /// Opens (creating if needed) the log in `dir`, recovering the tail when the last
+    /// shutdown was not clean.
+    pub fn open(dir: &Path, config: LogConfig) -> Result<PartitionLog, LogError> {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let marker = dir.join(CLEAN_SHUTDOWN_FILE);
+        let clean = marker.exists();
+        let stored_start = read_start_offset(dir);
+        let interval = config.index_interval_bytes.max(1);
+        let max_batch = (config.max_batch_bytes as usize).max(RECOVERY_MAX_BATCH);
+        let bases = list_segments(dir).map_err(io_err(dir))?;
+
+        let mut segments: Vec<Arc<Segment>> = Vec::with_capacity(bases.len().max(1));
+        let mut end_offset = None;
+        for (i, &base) in bases.iter().enumerate() {
+            let last = i + 1 == bases.len();
+            let seg = Segment::open(dir, base).map_err(io_err(dir))?;
+            let loaded = if clean || !last {
+                seg.load(max_batch).map_err(io_err(&seg.log_path))?
+            } else {
+                None
+            };
+            let scan = match loaded {
+                Some(scan) => scan,
+                None => {
+                    let before = seg.size();
+                    let scan = seg
+                        .rebuild(interval, max_batch, true)
+                        .map_err(io_err(&seg.log_path))?;
+                    if let Some(why) = &scan.error {
+                        tracing::warn!(
+                            segment = %seg.log_path.display(),
+                            truncated_bytes = before - scan.valid_len,
+                            kept_bytes = scan.valid_len,
+                            next_offset = scan.next_offset.unwrap_or(base),
+                            reason = %why,
+                            "recovery truncated a torn or corrupt log tail"
+                        );
+                    } else if clean || !last {
+                        tracing::info!(segment = %seg.log_path.display(), "rebuilt segment indexes");
+                    }
+                    scan
+                }
+            };
+            end_offset = Some(scan.next_offset.unwrap_or(base));
+            let damaged = scan.error.is_some();
+            segments.push(Arc::new(seg));
+            if damaged && !last {
+                // Offsets must stay contiguous: nothing after damage can be trusted.
+                for &later in &bases[i + 1..] {
+                    tracing::warn!(base = later, "deleting segment after a corrupt one");
+                    if let Ok(s) = Segment::open(dir, later) {
+                        s.delete_files();
+                    }
+                }
+                break;
+            }
+        }
+        if segments.is_empty() {
+            let base = stored_start.unwrap_or(0).max(0);
+            let seg = Segment::create(dir, base).map_err(io_err(dir))?;
+            segments.push(Arc::new(seg));
+            end_offset = Some(base);
+        }
+        let active = segments.last().cloned().expect("at least one segment");
+        let end_offset = end_offset.unwrap_or(active.base).max(active.base);
+        let start = stored_start
+            .unwrap_or(i64::MIN)
+            .max(segments[0].base)
+            .min(end_offset);
+        if !clean {
+            active.file.sync_data().map_err(io_err(&active.log_path))?;
+        }
+        if clean {
+            std::fs::remove_file(&marker).map_err(io_err(&marker))?;
+        }
+        sync_dir(dir).map_err(io_err(dir))?;
+        let published = Published {
+            end_offset,
+            active_base: active.base,
+            active_size: active.size(),
+        };
+        Ok(PartitionLog {
+            dir: dir.to_path_buf(),
+            config,
+            segments: RwLock::new(segments),
+            writer: Mutex::new(Writer {
+                active,
+                active_since: Instant::now(),
+                closed: false,
+            }),
+            published: Mutex::new(published),
+            start_offset: AtomicI64::new(start),
+            flushed: AtomicI64::new(end_offset),
+            sync_lock: Mutex::new(()),
+            unsynced: Mutex::new(Vec::new()),
+            dir_dirty: AtomicBool::new(false),
+        })
+    }
+}
+
+/// Base offsets of the segments in `dir`; removes index files left without a log.
+fn list_segments(dir: &Path) -> std::io::Result<Vec<i64>> {
+    let mut bases = Vec::new();
+    let mut orphans = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some((stem, ext)) = name.split_once('.') else {
+            continue;
+        };
+        if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(base) = stem.parse::<i64>() else {
+            continue;
+        };
+        match ext {
+            "log" => bases.push(base),
+            "index" | "timeindex" => orphans.push((base, entry.path())),
+            _ => {}
+        }
+    }
+    bases.sort_unstable();
+    for (base, path) in orphans {
+        if bases.binary_search(&base).is_err() {
+            tracing::warn!(path = %path.display(), "removing index without a segment");
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    Ok(bases)
+}
+
+fn read_start_offset(dir: &Path) -> Option<i64> {
+    std::fs::read_to_string(dir.join(LOG_START_FILE))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}

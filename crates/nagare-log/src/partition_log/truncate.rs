@@ -1,0 +1,96 @@
+//! Cutting the log back: drop every record from an offset on (whole batches), or start
+//! over empty at an offset.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{io_err, PartitionLog, Published, Writer, RECOVERY_MAX_BATCH};
+use crate::segment::Segment;
+use crate::LogError;
+
+impl PartitionLog {
+    /// Drops every record at or after `offset`. A batch holding `offset` is dropped
+    /// whole, so the new end offset is that batch's base offset.
+    pub fn truncate_to(&self, offset: i64) -> Result<(), LogError> {
+        let mut w = self.writer.lock();
+        let _s = self.sync_lock.lock();
+        let p = self.published();
+        if offset >= p.end_offset {
+            return Ok(());
+        }
+        let start = self.log_start_offset();
+        if offset <= start {
+            return self.truncate_fully(&mut w, offset);
+        }
+        let segs = self.segments.read().clone();
+        let k = segs.partition_point(|s| s.base <= offset).saturating_sub(1);
+        let mut cut = None;
+        for (i, seg) in segs.iter().enumerate().skip(k) {
+            if let Some((pos, h)) = seg
+                .find(offset, seg.size())
+                .map_err(io_err(&seg.log_path))?
+            {
+                cut = Some((i, pos, h.base_offset));
+                break;
+            }
+        }
+        let Some((i, pos, new_end)) = cut else {
+            return Ok(());
+        };
+        if new_end <= start {
+            return self.truncate_fully(&mut w, new_end);
+        }
+        let seg = segs[i].clone();
+        self.publish(Published {
+            end_offset: new_end,
+            active_base: seg.base,
+            active_size: pos,
+        });
+        self.flushed.fetch_min(new_end, Ordering::AcqRel);
+        let dropped: Vec<Arc<Segment>> = segs[i + 1..].to_vec();
+        self.segments.write().truncate(i + 1);
+        for d in &dropped {
+            d.delete_files();
+        }
+        self.unsynced.lock().retain(|s| s.base < seg.base);
+        if !dropped.is_empty() {
+            self.dir_dirty.store(true, Ordering::Release);
+        }
+        seg.file.set_len(pos).map_err(io_err(&seg.log_path))?;
+        seg.rebuild(
+            self.config.index_interval_bytes.max(1),
+            (self.config.max_batch_bytes as usize).max(RECOVERY_MAX_BATCH),
+            false,
+        )
+        .map_err(io_err(&seg.log_path))?;
+        if !Arc::ptr_eq(&w.active, &seg) {
+            w.active = seg;
+            w.active_since = Instant::now();
+        }
+        Ok(())
+    }
+
+    /// Deletes every segment and starts an empty log at `offset`.
+    fn truncate_fully(&self, w: &mut Writer, offset: i64) -> Result<(), LogError> {
+        let offset = offset.max(0);
+        let old: Vec<Arc<Segment>> = std::mem::take(&mut *self.segments.write());
+        for s in &old {
+            s.delete_files();
+        }
+        self.unsynced.lock().clear();
+        let seg = Arc::new(Segment::create(&self.dir, offset).map_err(io_err(&self.dir))?);
+        self.segments.write().push(seg.clone());
+        self.dir_dirty.store(true, Ordering::Release);
+        w.active = seg;
+        w.active_since = Instant::now();
+        self.set_start_offset(offset)?;
+        self.publish(Published {
+            end_offset: offset,
+            active_base: offset,
+            active_size: 0,
+        });
+        self.flushed.fetch_min(offset, Ordering::AcqRel);
+        Ok(())
+    }
+}
