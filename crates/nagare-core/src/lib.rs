@@ -1,9 +1,35 @@
 //! The broker core: a [`Broker`] owns the data directory and its topics; each topic has
-//! partitions backed by a [`nagare_log::PartitionLog`]; appends apply the flush policy
-//! (with group commit) and wake long-poll readers.
+//! partitions backed by a [`nagare_log::PartitionLog`]. Every write goes through one append
+//! path, [`Partition::append`] (size limit, idempotent-producer sequence check, group
+//! commit, waking readers), and every decoded read through [`Partition::records_from`];
+//! the log itself is private to this crate.
 //!
 //! No wire formats live here: the Kafka, STOMP and forward front ends all speak to this
 //! crate, which is what lets each protocol read what the others wrote.
+//!
+//! # What may block, and where
+//!
+//! The front ends run on tokio's worker threads, a few of them serving every connection.
+//! A call that waits for the disk there stalls every connection on that thread, so:
+//!
+//! - **Allowed on a runtime thread:** appends and reads that touch only the page cache
+//!   (writing a batch into the active segment, reading recent batches, index lookups).
+//!   They take microseconds, and handing each one to another thread would cost more than
+//!   it saves on the hot path (Kafka does the same: produce writes and fetch reads run on
+//!   its request threads; only fsync is deferred).
+//! - **Never on a runtime thread:** fsync, creating or removing directories and segment
+//!   files, rewriting the topic registry, replaying or rebuilding state from a whole log
+//!   (internal-log replay, the producer-sequence rebuild, reading up to 256 MiB), and
+//!   anything else that may read more than a few MiB or wait for the device. These run on
+//!   the blocking pool (`tokio::task::spawn_blocking`) or a thread of their own.
+//! - **How the API says it:** a core method that may block in that sense is synchronous
+//!   and documented as blocking (`Broker::open`, `Broker::create_topic`,
+//!   `Broker::delete_topic`, `Broker::create_partitions`, the `open` of every subsystem);
+//!   async callers run it with `spawn_blocking`. Async core methods never block: their
+//!   fsyncs and rebuilds are already moved to the blocking pool inside
+//!   ([`Partition::sync_to`], the sequence-state rebuild, internal-log compaction).
+//! - Locks held across a wait for the disk are the same hazard one level up: no lock of
+//!   the core is held across an fsync except the ones that exist to order fsyncs.
 
 mod broker;
 mod config;
@@ -20,7 +46,7 @@ mod topic_store;
 pub use broker::Broker;
 pub use config::{BrokerConfig, TopicConfig, TopicFlush};
 pub use error::CoreError;
-pub use partition::{AckLevel, Partition};
+pub use partition::{AckLevel, Partition, RecordsRead};
 pub use topic::Topic;
 pub use topic_name::{sanitize_topic_name, validate_topic_name};
 

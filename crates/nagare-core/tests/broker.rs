@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use nagare_core::log::batch::{decode_records, NewRecord};
+use nagare_core::log::batch::NewRecord;
 use nagare_core::{AckLevel, Broker, BrokerConfig, CoreError, TopicConfig, TopicFlush};
 
 fn config(dir: &std::path::Path) -> BrokerConfig {
@@ -24,13 +24,10 @@ fn record(value: &str) -> NewRecord {
 
 fn values(broker: &Broker, topic: &str, partition: i32) -> Vec<String> {
     let p = broker.partition(topic, partition).unwrap();
-    let batches = p
-        .log()
-        .read_batches(p.log_start_offset(), u64::MAX)
-        .unwrap();
-    batches
-        .iter()
-        .flat_map(|b| decode_records(b).unwrap())
+    p.records_from(p.log_start_offset(), u64::MAX >> 1)
+        .unwrap()
+        .records
+        .into_iter()
         .map(|r| String::from_utf8(r.value.unwrap().to_vec()).unwrap())
         .collect()
 }
@@ -178,7 +175,7 @@ async fn sync_policy_matrix() {
         .append_records(&[record("d")], AckLevel::Leader)
         .await
         .unwrap();
-    assert!(always.log().flushed_offset() > info.last_offset);
+    assert!(always.flushed_offset() > info.last_offset);
 }
 
 #[tokio::test]

@@ -62,6 +62,9 @@ pub fn core_error_code(e: &CoreError) -> i16 {
         CoreError::InvalidPartitions(_) => code::INVALID_PARTITIONS,
         CoreError::InvalidConfig { .. } => code::INVALID_CONFIG,
         CoreError::MessageTooLarge { .. } => code::MESSAGE_TOO_LARGE,
+        CoreError::OutOfOrderSequence { .. } => code::OUT_OF_ORDER_SEQUENCE_NUMBER,
+        CoreError::InvalidProducerEpoch { .. } => code::INVALID_PRODUCER_EPOCH,
+        CoreError::Storage { .. } => code::KAFKA_STORAGE_ERROR,
         CoreError::ShuttingDown => code::NOT_LEADER_OR_FOLLOWER,
         CoreError::Log(l) => log_error_code(l),
         CoreError::Io { .. } => code::KAFKA_STORAGE_ERROR,
@@ -120,7 +123,6 @@ pub fn group_error_code(e: &GroupError) -> i16 {
 /// The Kafka error code for a produce (idempotence) error.
 pub fn produce_error_code(e: &ProduceError) -> i16 {
     match e {
-        ProduceError::OutOfOrderSequence { .. } => code::OUT_OF_ORDER_SEQUENCE_NUMBER,
         ProduceError::InvalidProducerEpoch { .. } => code::INVALID_PRODUCER_EPOCH,
         ProduceError::UnknownProducerId(_) => code::UNKNOWN_PRODUCER_ID,
         ProduceError::Core(c) => core_error_code(c),
@@ -163,7 +165,7 @@ mod tests {
             code::OFFSET_OUT_OF_RANGE
         );
         assert_eq!(
-            produce_error_code(&ProduceError::OutOfOrderSequence {
+            core_error_code(&CoreError::OutOfOrderSequence {
                 producer_id: 1,
                 expected: 1,
                 got: 3

@@ -6,8 +6,6 @@
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use nagare_core::log::batch::{decode_records, parse_header};
-use nagare_core::log::LogError;
 use nagare_core::{CoreError, Partition};
 use tokio::task::JoinHandle;
 
@@ -78,33 +76,21 @@ async fn follow(
             }
             continue;
         }
-        let batches = match partition.log().read_batches(offset, READ_BYTES) {
-            Ok(b) => b,
-            Err(LogError::OffsetOutOfRange { start, .. }) if start > offset => {
-                offset = start;
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        for b in &batches {
-            let last = parse_header(b).map_err(LogError::from)?.last_offset();
-            for r in decode_records(b).map_err(LogError::from)? {
-                if r.offset < offset {
-                    continue;
-                }
-                let id = format!("{topic}@{index}:{}", r.offset);
-                head.encode_record(&mut buf, &id, Some(false), &r);
-                if buf.len() >= CHUNK && !out.send(buf.split().freeze()).await {
-                    return Ok(());
-                }
-            }
-            offset = offset.max(last + 1);
-        }
-        if batches.is_empty() {
-            // Nothing readable yet at this offset; wait for the next append.
-            if changes.changed().await.is_err() {
+        // Undecodable batches are skipped by the core's reader (one policy for every
+        // reader), so a subscription never dies on one bad batch.
+        let read = partition.records_from(offset, READ_BYTES)?;
+        for r in &read.records {
+            let id = format!("{topic}@{index}:{}", r.offset);
+            head.encode_record(&mut buf, &id, Some(false), r);
+            if buf.len() >= CHUNK && !out.send(buf.split().freeze()).await {
                 return Ok(());
             }
+        }
+        if read.next_offset > offset {
+            offset = read.next_offset;
+        } else if changes.changed().await.is_err() {
+            // Nothing readable yet at this offset; wait for the next append.
+            return Ok(());
         }
         if !buf.is_empty() && !out.send(buf.split().freeze()).await {
             return Ok(());

@@ -67,7 +67,7 @@ async fn render_metrics(State(s): State<AppState>) -> String {
                 "nagare_partition_size_bytes{{topic=\"{}\",partition=\"{}\"}} {}\n",
                 t.name(),
                 p.index(),
-                p.log().size_bytes()
+                p.size_bytes()
             ));
         }
     }
@@ -109,7 +109,7 @@ fn info(t: &Topic) -> TopicInfo {
                 partition: p.index(),
                 log_start_offset: p.log_start_offset(),
                 log_end_offset: p.log_end_offset(),
-                size_bytes: p.log().size_bytes(),
+                size_bytes: p.size_bytes(),
             })
             .collect(),
         config: t

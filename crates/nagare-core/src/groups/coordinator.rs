@@ -4,7 +4,7 @@
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use nagare_log::batch::{decode_records, NewRecord};
+use nagare_log::batch::NewRecord;
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot, Notify};
 
@@ -322,23 +322,13 @@ async fn compact_log(log: &Partition, live: &[NewRecord]) {
 /// Reads the whole internal log into `groups`; returns how many records it applied.
 fn replay(log: &Partition, groups: &mut Groups) -> Result<usize, CoreError> {
     let mut applied = 0;
-    log.replay_batches(|batch| {
-        match decode_records(batch) {
-            Ok(records) => {
-                for r in records {
-                    match PersistOp::from_record(&r) {
-                        Some(op) => {
-                            groups.apply(op);
-                            applied += 1;
-                        }
-                        None => tracing::warn!(
-                            offset = r.offset,
-                            "skipping an unreadable group log record"
-                        ),
-                    }
-                }
+    log.replay_records(|r| {
+        match PersistOp::from_record(&r) {
+            Some(op) => {
+                groups.apply(op);
+                applied += 1;
             }
-            Err(e) => tracing::warn!(error = %e, "skipping an undecodable group log batch"),
+            None => tracing::warn!(offset = r.offset, "skipping an unreadable group log record"),
         }
         Ok(())
     })?;

@@ -17,7 +17,7 @@ mod tests;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use nagare_log::batch::{decode_records, NewRecord};
+use nagare_log::batch::NewRecord;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
@@ -208,11 +208,9 @@ pub fn topic_for(name: &str) -> String {
 
 fn replay(log: &Partition) -> Result<HashMap<String, AckState>, CoreError> {
     let mut states: HashMap<String, AckState> = HashMap::new();
-    log.replay_batches(|b| {
-        for r in decode_records(b).map_err(nagare_log::LogError::from)? {
-            if let Some((queue, op)) = StateOp::from_record(&r) {
-                op.apply(states.entry(queue).or_default());
-            }
+    log.replay_records(|r| {
+        if let Some((queue, op)) = StateOp::from_record(&r) {
+            op.apply(states.entry(queue).or_default());
         }
         Ok(())
     })?;

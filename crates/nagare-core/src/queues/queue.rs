@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Weak};
 
-use nagare_log::batch::{build_batch, decode_records, parse_header, NewRecord, Record};
+use nagare_log::batch::{build_batch, NewRecord, Record};
 use nagare_log::AppendInfo;
 use parking_lot::Mutex;
 
@@ -165,9 +165,9 @@ impl Queue {
             }
             self.pump_locked(&mut st);
         }
-        if self.partition.needs_sync(ack) {
-            self.partition.sync_to(info.last_offset + 1).await?;
-        }
+        self.partition
+            .wait_durable(info.last_offset + 1, ack)
+            .await?;
         Ok(info)
     }
 
@@ -354,49 +354,28 @@ impl Queue {
         let end = self.partition.log_end_offset();
         let mut gaps = Vec::new();
         while st.ready.is_empty() && st.next_read < end {
-            let batches = match self.partition.log().read_batches(st.next_read, READ_BYTES) {
-                Ok(b) => b,
-                Err(nagare_log::LogError::OffsetOutOfRange { start, .. })
-                    if start > st.next_read =>
-                {
-                    // Retention removed messages nobody took: skip to what is left.
-                    st.next_read = start;
-                    continue;
-                }
+            let read = match self.partition.records_from(st.next_read, READ_BYTES) {
+                Ok(r) => r,
                 Err(e) => {
                     tracing::warn!(queue = %self.name, error = %e, "queue read failed");
                     return false;
                 }
             };
-            if batches.is_empty() {
+            if read.next_offset <= st.next_read {
                 break;
             }
-            for b in batches {
-                let Ok(header) = parse_header(&b) else { break };
-                let last = header.last_offset();
-                if last < st.next_read {
-                    continue;
+            // Offsets without a record (control batches, skipped corrupt batches,
+            // compaction) count as settled so the acknowledged floor can pass them.
+            let mut expect = st.next_read.max(self.partition.log_start_offset());
+            for r in read.records {
+                add_gap(&mut gaps, expect, r.offset);
+                expect = r.offset + 1;
+                if !st.acks.is_acked(r.offset) {
+                    st.ready.insert(r.offset, (Arc::new(r), false));
                 }
-                let records = decode_records(&b).unwrap_or_else(|e| {
-                    tracing::warn!(queue = %self.name, error = %e, "undecodable batch skipped");
-                    Vec::new()
-                });
-                let mut expect = st.next_read.max(header.base_offset);
-                for r in records {
-                    if r.offset < st.next_read {
-                        continue;
-                    }
-                    // Offsets without a record (control batches, compaction) count as
-                    // settled so the acknowledged floor can pass them.
-                    add_gap(&mut gaps, expect, r.offset);
-                    expect = r.offset + 1;
-                    if !st.acks.is_acked(r.offset) {
-                        st.ready.insert(r.offset, (Arc::new(r), false));
-                    }
-                }
-                add_gap(&mut gaps, expect, last + 1);
-                st.next_read = last + 1;
             }
+            add_gap(&mut gaps, expect, read.next_offset);
+            st.next_read = read.next_offset;
         }
         gaps.retain(|&o| !st.acks.is_acked(o));
         self.mark_acked(st, &gaps);

@@ -70,11 +70,11 @@ fn lookup(p: &Partition, timestamp: i64) -> (i64, i64) {
     match timestamp {
         LATEST => (p.log_end_offset(), -1),
         EARLIEST | EARLIEST_LOCAL => (p.log_start_offset(), -1),
-        MAX_TIMESTAMP => match p.log().max_timestamp() {
+        MAX_TIMESTAMP => match p.max_timestamp() {
             Some((ts, offset)) => (offset, ts),
             None => (-1, -1),
         },
-        ts if ts >= 0 => match p.log().offset_for_timestamp(ts) {
+        ts if ts >= 0 => match p.offset_for_timestamp(ts) {
             Some((offset, found_ts)) => (offset, found_ts),
             None => (-1, -1),
         },

@@ -13,7 +13,7 @@ use nagare_core::AckLevel;
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{batch_error_code, code, core_error_code, produce_error_code};
+use crate::errors::{batch_error_code, code, core_error_code};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -120,6 +120,8 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
     )
 }
 
+/// Appends one partition's batches through the core's append path, which owns the size
+/// limit, the idempotent-producer sequence check, group commit and waking readers.
 async fn produce_partition(
     state: &KafkaState,
     topic: &str,
@@ -143,27 +145,20 @@ async fn produce_partition(
         Ok(r) => r,
         Err(e) => return Outcome::error(batch_error_code(&e), e.to_string()),
     };
-    let limit = topic.config().max_message_bytes as usize;
-    if let Some(big) = ranges.iter().find(|r| r.len() > limit) {
-        return Outcome::error(
-            code::MESSAGE_TOO_LARGE,
-            format!(
-                "batch of {} bytes exceeds max.message.bytes {limit}",
-                big.len()
-            ),
-        );
-    }
+    // The log rewrites base offsets in place, so each batch needs its own buffer.
+    let batches = ranges
+        .into_iter()
+        .map(|range| BytesMut::from(&records[range]))
+        .collect();
     let mut base_offset = -1;
-    for range in ranges {
-        // The log rewrites the base offset in place, so the batch needs its own buffer.
-        let batch = BytesMut::from(&records[range]);
-        match state.producers.append(&partition, batch, ack).await {
-            Ok(appended) => {
+    for answer in partition.append_batches(batches, ack).await {
+        match answer {
+            Ok(info) => {
                 if base_offset < 0 {
-                    base_offset = appended.info.base_offset;
+                    base_offset = info.base_offset;
                 }
             }
-            Err(e) => return Outcome::error(produce_error_code(&e), e.to_string()),
+            Err(e) => return Outcome::error(core_error_code(&e), e.to_string()),
         }
     }
     Outcome {

@@ -1,0 +1,169 @@
+//! One partition of a topic, and the only way into its log: the append path (size limit,
+//! idempotent-producer sequence check, group commit, waking readers) in `append`, the
+//! decoded-record reader in `records`, and the read methods front ends need below (file
+//! slices for `sendfile`, offsets, time lookups). The log itself stays crate-private, so
+//! this type is the seam a second storage backend (cluster mode) sits behind.
+
+mod append;
+mod records;
+mod sequence;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use nagare_log::{LogError, PartitionLog, ReadResult};
+use parking_lot::RwLock;
+use tokio::sync::watch;
+
+use crate::{CoreError, TopicFlush};
+
+pub use records::RecordsRead;
+
+/// How strongly a producer wants its append acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckLevel {
+    /// Fire and forget (Kafka `acks=0`): never waits for an fsync, even under `always`.
+    None,
+    /// Acknowledge once appended (page cache), unless the topic flushes `always`.
+    Leader,
+    /// The strongest ack (Kafka `acks=all`, a STOMP receipt on a queue, a forward `chunk`):
+    /// fsynced before acknowledging unless the topic flushes `never`.
+    Durable,
+}
+
+/// One partition of a topic: its log, its limits, the append queue, the idempotent
+/// producers' sequence state and the watch that wakes readers.
+pub struct Partition {
+    topic: Arc<str>,
+    index: i32,
+    log: Arc<PartitionLog>,
+    flush: RwLock<TopicFlush>,
+    max_message_bytes: RwLock<u32>,
+    end_offset: watch::Sender<i64>,
+    appends: append::AppendQueue,
+    producers: sequence::ProducerStates,
+    /// Taken by the one task running an fsync; the others wait here without a thread
+    /// and find their offsets covered when their turn comes (group commit).
+    sync_turn: tokio::sync::Mutex<()>,
+}
+
+impl Partition {
+    pub(crate) fn new(
+        topic: Arc<str>,
+        index: i32,
+        log: PartitionLog,
+        flush: TopicFlush,
+        max_message_bytes: u32,
+    ) -> Partition {
+        let (end_offset, _) = watch::channel(log.log_end_offset());
+        Partition {
+            topic,
+            index,
+            log: Arc::new(log),
+            flush: RwLock::new(flush),
+            max_message_bytes: RwLock::new(max_message_bytes),
+            end_offset,
+            appends: append::AppendQueue::default(),
+            producers: sequence::ProducerStates::default(),
+            sync_turn: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    pub fn index(&self) -> i32 {
+        self.index
+    }
+
+    /// The log, for the core's own maintenance (flush, retention, trimming, close).
+    pub(crate) fn log(&self) -> &Arc<PartitionLog> {
+        &self.log
+    }
+
+    pub fn flush_policy(&self) -> TopicFlush {
+        *self.flush.read()
+    }
+
+    /// The largest record batch this partition accepts (the topic's `max.message.bytes`).
+    pub fn max_message_bytes(&self) -> u32 {
+        *self.max_message_bytes.read()
+    }
+
+    pub(crate) fn set_limits(&self, flush: TopicFlush, max_message_bytes: u32) {
+        *self.flush.write() = flush;
+        *self.max_message_bytes.write() = max_message_bytes;
+    }
+
+    /// Whole batches from `offset` as file slices (for `sendfile`); see
+    /// [`PartitionLog::read`].
+    pub fn read(&self, offset: i64, max_bytes: u64) -> Result<ReadResult, CoreError> {
+        Ok(self.log.read(offset, max_bytes)?)
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.log.log_start_offset()
+    }
+
+    pub fn log_end_offset(&self) -> i64 {
+        self.log.log_end_offset()
+    }
+
+    /// Single node: everything appended is committed.
+    pub fn high_watermark(&self) -> i64 {
+        self.log.log_end_offset()
+    }
+
+    /// Offset below which everything appended is known to be on disk.
+    pub fn flushed_offset(&self) -> i64 {
+        self.log.flushed_offset()
+    }
+
+    /// Bytes of log on disk.
+    pub fn size_bytes(&self) -> u64 {
+        self.log.size_bytes()
+    }
+
+    /// The largest record timestamp and the offset holding it (Kafka's MAX_TIMESTAMP).
+    pub fn max_timestamp(&self) -> Option<(i64, i64)> {
+        self.log.max_timestamp()
+    }
+
+    /// The first record at or after `timestamp`, as (offset, its timestamp).
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Option<(i64, i64)> {
+        self.log.offset_for_timestamp(timestamp)
+    }
+
+    /// A receiver that changes whenever the log end offset moves.
+    pub fn subscribe(&self) -> watch::Receiver<i64> {
+        self.end_offset.subscribe()
+    }
+
+    /// Waits until the log end offset is beyond `offset` or `timeout` passes; returns
+    /// whether data is there.
+    pub async fn wait_beyond(&self, offset: i64, timeout: Duration) -> bool {
+        let mut rx = self.subscribe();
+        let waited = tokio::time::timeout(timeout, rx.wait_for(|end| *end > offset)).await;
+        matches!(waited, Ok(Ok(_)))
+    }
+
+    /// Called after an append, a truncation or retention so watchers see the new offsets.
+    pub(crate) fn publish_end_offset(&self) {
+        self.end_offset.send_replace(self.log.log_end_offset());
+    }
+
+    /// A log error of this partition as the core reports it: failed reads and writes of
+    /// the storage (ENOSPC, EIO, ...) become [`CoreError::Storage`], so front ends can
+    /// answer with their protocol's storage error.
+    pub(crate) fn core_error(&self, e: LogError) -> CoreError {
+        match e {
+            LogError::Io { .. } => CoreError::Storage {
+                topic: self.topic.to_string(),
+                partition: self.index,
+                source: e,
+            },
+            other => CoreError::Log(other),
+        }
+    }
+}
