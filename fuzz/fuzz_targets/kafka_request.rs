@@ -6,5 +6,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    nagare_kafka::codec::decode_all_for_fuzzing(data);
+    nagare_kafka::fuzzing::decode_all(data);
 });

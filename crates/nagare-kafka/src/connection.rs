@@ -141,13 +141,13 @@ fn start(state: &Arc<KafkaState>, frame: Bytes) -> (Pending, bool) {
             reply,
         }))
     };
-    let req = match codec::parse_request(frame) {
-        Ok(req) => req,
+    let (handler, req) = match handlers::route(frame) {
+        Ok(routed) => routed,
         Err(RequestError::UnsupportedVersion {
-            key: 18,
+            key,
             correlation_id,
             ..
-        }) => {
+        }) if key == ApiKey::ApiVersions as i16 => {
             // A newer client: tell it our versions (in v0) and let it retry.
             return (
                 ready(
@@ -159,12 +159,6 @@ fn start(state: &Arc<KafkaState>, frame: Bytes) -> (Pending, bool) {
             );
         }
         Err(e) => return (ready(0, false, Err(refused(e))), false),
-    };
-    let Some(handler) = handlers::find(req.api_key as i16) else {
-        return (
-            ready(0, false, Err(KafkaError::UnknownApi(req.api_key as i16))),
-            false,
-        );
     };
     let correlation_id = req.correlation_id();
     let header_v1 = handlers::response_header_v1(&req);

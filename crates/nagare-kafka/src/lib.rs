@@ -6,11 +6,13 @@
 //! the record data of fetch responses.
 
 pub mod client;
-pub mod codec;
+mod codec;
 mod connection;
 pub mod errors;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 mod guard;
-pub mod handlers;
+mod handlers;
 mod output;
 mod state;
 
@@ -21,7 +23,6 @@ use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-pub use codec::{parse_request, ParsedRequest, RequestError};
 pub use errors::KafkaError;
 pub use output::{Chunk, Reply};
 pub use state::KafkaState;

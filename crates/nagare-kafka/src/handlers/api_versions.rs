@@ -10,7 +10,7 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 
 use super::{decode, encode, Handler, REGISTRY};
 use crate::codec::ParsedRequest;
-use crate::errors::code;
+use crate::errors::{self, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -23,12 +23,12 @@ pub const HANDLER: Handler = Handler {
 async fn handle(_state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
     // Only validates: client software name and version are not used.
     let _request: ApiVersionsRequest = decode(&req)?;
-    encode(&response(code::NONE), req.version)
+    encode(&response(errors::NONE), req.version)
 }
 
 /// The v0 answer to a request whose version is above ours.
 pub fn unsupported_version_reply() -> Result<Reply, KafkaError> {
-    encode(&response(code::UNSUPPORTED_VERSION), 0)
+    encode(&response(ResponseError::UnsupportedVersion.code()), 0)
 }
 
 fn response(error_code: i16) -> ApiVersionsResponse {

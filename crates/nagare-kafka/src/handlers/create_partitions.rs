@@ -7,7 +7,7 @@ use kafka_protocol::messages::{ApiKey, CreatePartitionsRequest, CreatePartitions
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{code, core_error_code};
+use crate::errors::{self, core_error};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -32,9 +32,9 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                     .create_partitions(&t.name, t.count as u32, request.validate_only)
             };
             match outcome {
-                Ok(()) => result.with_error_code(code::NONE),
+                Ok(()) => result.with_error_code(errors::NONE),
                 Err(e) => result
-                    .with_error_code(core_error_code(&e))
+                    .with_error_code(core_error(&e).code())
                     .with_error_message(Some(str_bytes(e.to_string()))),
             }
         })

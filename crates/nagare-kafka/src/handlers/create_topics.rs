@@ -12,7 +12,7 @@ use nagare_core::{CoreError, TopicConfig};
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{code, core_error_code};
+use crate::errors::{self, core_error, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -72,7 +72,7 @@ fn create_full(
     };
     if t.replication_factor > 1 || t.replication_factor == 0 || t.replication_factor < -1 {
         return fail(
-            code::INVALID_REPLICATION_FACTOR,
+            ResponseError::InvalidReplicationFactor.code(),
             format!(
                 "replication factor {} but this cluster has one broker",
                 t.replication_factor
@@ -85,7 +85,7 @@ fn create_full(
         None
     } else if t.num_partitions <= 0 {
         return fail(
-            code::INVALID_PARTITIONS,
+            ResponseError::InvalidPartitions.code(),
             format!("invalid partition count {}", t.num_partitions),
         );
     } else {
@@ -95,7 +95,7 @@ fn create_full(
     for c in &t.configs {
         if let Some(v) = &c.value {
             if let Err(e) = config.set(&c.name, v) {
-                return fail(core_error_code(&e), e.to_string());
+                return fail(core_error(&e).code(), e.to_string());
             }
         }
     }
@@ -113,7 +113,7 @@ fn create_full(
     };
     match created {
         Ok((id, count)) => result
-            .with_error_code(code::NONE)
+            .with_error_code(errors::NONE)
             .with_topic_id(id)
             .with_num_partitions(count as i32)
             .with_replication_factor(1)
@@ -129,6 +129,6 @@ fn create_full(
                     })
                     .collect(),
             )),
-        Err(e) => fail(core_error_code(&e), e.to_string()),
+        Err(e) => fail(core_error(&e).code(), e.to_string()),
     }
 }

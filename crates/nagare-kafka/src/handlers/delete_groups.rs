@@ -7,7 +7,7 @@ use kafka_protocol::messages::{ApiKey, DeleteGroupsRequest, DeleteGroupsResponse
 
 use super::{decode, encode, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{code, group_error_code};
+use crate::errors::{self, group_error};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -32,7 +32,7 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
         .map(|(id, r)| {
             DeletableGroupResult::default()
                 .with_group_id(id.clone())
-                .with_error_code(r.err().map_or(code::NONE, |e| group_error_code(&e)))
+                .with_error_code(r.err().map_or(errors::NONE, |e| group_error(&e).code()))
         })
         .collect();
     encode(

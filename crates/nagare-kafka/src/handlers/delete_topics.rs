@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{code, core_error_code};
+use crate::errors::{self, core_error, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -47,9 +47,9 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                 .with_topic_id(id);
             let Some(topic) = topic else {
                 let error_code = if name.is_some() {
-                    code::UNKNOWN_TOPIC_OR_PARTITION
+                    ResponseError::UnknownTopicOrPartition.code()
                 } else {
-                    code::UNKNOWN_TOPIC_ID
+                    ResponseError::UnknownTopicId.code()
                 };
                 return result.with_error_code(error_code);
             };
@@ -57,9 +57,9 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                 .with_name(Some(TopicName(str_bytes(topic.name()))))
                 .with_topic_id(topic.id());
             match broker.delete_topic(topic.name()) {
-                Ok(()) => result.with_error_code(code::NONE),
+                Ok(()) => result.with_error_code(errors::NONE),
                 Err(e) => result
-                    .with_error_code(core_error_code(&e))
+                    .with_error_code(core_error(&e).code())
                     .with_error_message((version >= 5).then(|| str_bytes(e.to_string()))),
             }
         })

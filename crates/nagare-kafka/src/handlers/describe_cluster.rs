@@ -7,7 +7,7 @@ use kafka_protocol::messages::{ApiKey, BrokerId, DescribeClusterRequest, Describ
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::code;
+use crate::errors;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -21,7 +21,7 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
     let _request: DescribeClusterRequest = decode(&req)?;
     let node = BrokerId(state.node_id());
     let response = DescribeClusterResponse::default()
-        .with_error_code(code::NONE)
+        .with_error_code(errors::NONE)
         .with_cluster_id(str_bytes(state.broker.cluster_id()))
         .with_controller_id(node)
         .with_brokers(vec![DescribeClusterBroker::default()

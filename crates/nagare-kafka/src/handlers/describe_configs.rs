@@ -11,7 +11,7 @@ use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsRe
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::code;
+use crate::errors::{self, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -57,14 +57,14 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                     }
                     None => {
                         return result
-                            .with_error_code(code::UNKNOWN_TOPIC_OR_PARTITION)
+                            .with_error_code(ResponseError::UnknownTopicOrPartition.code())
                             .with_error_message(Some(str_bytes("unknown topic")))
                     }
                 },
                 BROKER => broker_entries(&state),
                 _ => {
                     return result
-                        .with_error_code(code::INVALID_REQUEST)
+                        .with_error_code(ResponseError::InvalidRequest.code())
                         .with_error_message(Some(str_bytes("unsupported resource type")))
                 }
             };
@@ -79,7 +79,7 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                         .with_config_source(source)
                 })
                 .collect();
-            result.with_error_code(code::NONE).with_configs(configs)
+            result.with_error_code(errors::NONE).with_configs(configs)
         })
         .collect();
     encode(

@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use super::{decode, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{code, core_error_code};
+use crate::errors::{self, core_error, ResponseError};
 use crate::{Chunk, KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -107,11 +107,11 @@ fn resolve(state: &KafkaState, request: &FetchRequest, version: i16) -> Vec<Topi
                     .list_topics()
                     .into_iter()
                     .find(|x| x.id() == t.topic_id)
-                    .ok_or(code::UNKNOWN_TOPIC_ID)
+                    .ok_or(ResponseError::UnknownTopicId.code())
             } else {
                 broker
                     .topic(&t.topic)
-                    .ok_or(code::UNKNOWN_TOPIC_OR_PARTITION)
+                    .ok_or(ResponseError::UnknownTopicOrPartition.code())
             };
             let partitions = t
                 .partitions
@@ -123,7 +123,7 @@ fn resolve(state: &KafkaState, request: &FetchRequest, version: i16) -> Vec<Topi
                     partition: topic.as_ref().map_err(|c| *c).and_then(|topic| {
                         topic
                             .partition(p.partition)
-                            .map_err(|e| core_error_code(&e))
+                            .map_err(|e| core_error(&e).code())
                     }),
                 })
                 .collect();
@@ -159,7 +159,7 @@ fn read_all(targets: &[TopicTarget], max_bytes: u64) -> (Vec<TopicResult>, u64, 
                     }
                     budget = budget.saturating_sub(got);
                     total += got;
-                    errors |= r.error_code != code::NONE;
+                    errors |= r.error_code != errors::NONE;
                     r
                 })
                 .collect(),
@@ -171,7 +171,7 @@ fn read_all(targets: &[TopicTarget], max_bytes: u64) -> (Vec<TopicResult>, u64, 
 fn read_one(target: &Target, budget: u64, first: bool) -> PartitionResult {
     let mut result = PartitionResult {
         index: target.index,
-        error_code: code::NONE,
+        error_code: errors::NONE,
         high_watermark: -1,
         log_start_offset: -1,
         records: Vec::new(),
@@ -198,9 +198,9 @@ fn read_one(target: &Target, budget: u64, first: bool) -> PartitionResult {
             result.records = read.slices.into_iter().map(Chunk::File).collect();
         }
         Err(CoreError::Log(LogError::OffsetOutOfRange { .. })) => {
-            result.error_code = code::OFFSET_OUT_OF_RANGE;
+            result.error_code = ResponseError::OffsetOutOfRange.code();
         }
-        Err(e) => result.error_code = core_error_code(&e),
+        Err(e) => result.error_code = core_error(&e).code(),
     }
     result
 }
@@ -275,7 +275,7 @@ pub fn encode_response(version: i16, topics: &[TopicResult]) -> Vec<Chunk> {
     };
     e.buf.put_i32(0); // throttle_time_ms
     if version >= 7 {
-        e.buf.put_i16(code::NONE);
+        e.buf.put_i16(errors::NONE);
         e.buf.put_i32(0); // session_id: no fetch sessions, clients send full requests
     }
     e.array_len(topics.len());

@@ -8,7 +8,7 @@ use kafka_protocol::messages::{ApiKey, BrokerId, FindCoordinatorRequest, FindCoo
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::code;
+use crate::errors::{self, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -24,10 +24,15 @@ const KEY_TYPE_TRANSACTION: i8 = 1;
 async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
     let request: FindCoordinatorRequest = decode(&req)?;
     let (error, node, host, port) = if request.key_type == KEY_TYPE_TRANSACTION {
-        (code::COORDINATOR_NOT_AVAILABLE, -1, String::new(), -1)
+        (
+            ResponseError::CoordinatorNotAvailable.code(),
+            -1,
+            String::new(),
+            -1,
+        )
     } else {
         (
-            code::NONE,
+            errors::NONE,
             state.node_id(),
             state.advertised_host.clone(),
             state.advertised_port,

@@ -7,7 +7,7 @@ use kafka_protocol::messages::{ApiKey, HeartbeatRequest, HeartbeatResponse};
 
 use super::{decode, encode, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{code, group_error_code};
+use crate::errors::{self, group_error};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -25,8 +25,8 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
         request.group_instance_id.as_deref(),
         request.generation_id,
     ) {
-        Ok(()) => code::NONE,
-        Err(e) => group_error_code(&e),
+        Ok(()) => errors::NONE,
+        Err(e) => group_error(&e).code(),
     };
     encode(
         &HeartbeatResponse::default().with_error_code(error),

@@ -8,7 +8,7 @@ use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResp
 
 use super::{decode, encode, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{code, produce_error_code};
+use crate::errors::{self, produce_error, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -28,16 +28,16 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
         .as_ref()
         .is_some_and(|t| !t.is_empty())
     {
-        response.with_error_code(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        response.with_error_code(ResponseError::TransactionalIdAuthorizationFailed.code())
     } else {
         let current = (request.producer_id.0 >= 0 && request.producer_epoch >= 0)
             .then_some((request.producer_id.0, request.producer_epoch));
         match state.producers.init_producer_id(current).await {
             Ok((id, epoch)) => response
-                .with_error_code(code::NONE)
+                .with_error_code(errors::NONE)
                 .with_producer_id(ProducerId(id))
                 .with_producer_epoch(epoch),
-            Err(e) => response.with_error_code(produce_error_code(&e)),
+            Err(e) => response.with_error_code(produce_error(&e).code()),
         }
     };
     encode(&response, req.version)

@@ -9,7 +9,7 @@ use nagare_core::groups::LeavingMember;
 
 use super::{decode, encode, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{code, group_error_code};
+use crate::errors::{self, group_error};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -38,7 +38,7 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
     };
     let mut response = LeaveGroupResponse::default();
     match state.groups.leave(&request.group_id.0, &leaving) {
-        Err(e) => response.error_code = group_error_code(&e),
+        Err(e) => response.error_code = group_error(&e).code(),
         Ok(results) if req.version >= 3 => {
             response.members = request
                 .members
@@ -48,7 +48,7 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                     MemberResponse::default()
                         .with_member_id(m.member_id.clone())
                         .with_group_instance_id(m.group_instance_id.clone())
-                        .with_error_code(r.err().map_or(code::NONE, |e| group_error_code(&e)))
+                        .with_error_code(r.err().map_or(errors::NONE, |e| group_error(&e).code()))
                 })
                 .collect();
         }
@@ -56,7 +56,7 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
             response.error_code = results
                 .into_iter()
                 .find_map(Result::err)
-                .map_or(code::NONE, |e| group_error_code(&e));
+                .map_or(errors::NONE, |e| group_error(&e).code());
         }
     }
     encode(&response, req.version)

@@ -11,7 +11,7 @@ use nagare_core::Partition;
 
 use super::{decode, encode, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{code, core_error_code};
+use crate::errors::{self, core_error};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -42,13 +42,13 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                         Ok(partition) => {
                             let (offset, timestamp) = lookup(&partition, p.timestamp);
                             answer
-                                .with_error_code(code::NONE)
+                                .with_error_code(errors::NONE)
                                 .with_offset(offset)
                                 .with_timestamp(timestamp)
                                 .with_leader_epoch(if req.version >= 4 { 0 } else { -1 })
                         }
                         Err(e) => answer
-                            .with_error_code(core_error_code(&e))
+                            .with_error_code(core_error(&e).code())
                             .with_offset(-1)
                             .with_timestamp(-1),
                     }

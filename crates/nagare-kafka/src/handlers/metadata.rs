@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{code, core_error_code};
+use crate::errors::{core_error, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -49,13 +49,13 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                             .topic(name)
                             .ok_or_else(|| CoreError::UnknownTopic(name.to_string()))
                     };
-                    result.map_err(|e| (core_error_code(&e), Some(name.to_string()), Uuid::nil()))
+                    result.map_err(|e| (core_error(&e).code(), Some(name.to_string()), Uuid::nil()))
                 }
                 None => broker
                     .list_topics()
                     .into_iter()
                     .find(|t| t.id() == wanted.topic_id)
-                    .ok_or((code::UNKNOWN_TOPIC_ID, None, wanted.topic_id)),
+                    .ok_or((ResponseError::UnknownTopicId.code(), None, wanted.topic_id)),
             };
             topics.push(match found {
                 Ok(t) => describe(&t, node, req.version),

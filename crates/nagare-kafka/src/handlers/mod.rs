@@ -1,6 +1,6 @@
 //! One handler per Kafka API key, each in its own file declaring the versions it answers.
-//! [`REGISTRY`] lists them all; ApiVersions is built from it, and the connection refuses
-//! any API or version not in it. See `HANDLERS.md` for how to add one.
+//! [`REGISTRY`] lists them all; ApiVersions is built from it, [`route`] finds a request's
+//! handler in a table indexed by API key, and any API or version not in it is refused. See `HANDLERS.md` for how to add one.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,7 +10,7 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
-use crate::codec::ParsedRequest;
+use crate::codec::{self, ParsedRequest, RequestError};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub mod api_versions;
@@ -86,9 +86,51 @@ pub static REGISTRY: &[Handler] = &[
     offset_delete::HANDLER,
 ];
 
-/// The handler of an API key, if we implement it.
-pub fn find(key: i16) -> Option<&'static Handler> {
-    REGISTRY.iter().find(|h| h.key as i16 == key)
+/// One slot per API key number: the handler of every implemented key, found with one
+/// index instead of a search. Wide enough for every key Kafka defines; a key past it is
+/// simply not implemented.
+const TABLE_LEN: usize = 128;
+
+static TABLE: [Option<&Handler>; TABLE_LEN] = {
+    let mut table = [None; TABLE_LEN];
+    let mut i = 0;
+    while i < REGISTRY.len() {
+        let key = REGISTRY[i].key as usize;
+        // A duplicate or out-of-range key fails the build here.
+        assert!(key < TABLE_LEN && table[key].is_none());
+        table[key] = Some(&REGISTRY[i]);
+        i += 1;
+    }
+    table
+};
+
+/// The handler of an API key number, if we implement it.
+pub fn lookup(api_key: i16) -> Option<&'static Handler> {
+    usize::try_from(api_key)
+        .ok()
+        .and_then(|k| TABLE.get(k).copied().flatten())
+}
+
+/// Routes one frame: its handler, found once from the key number, and the request with
+/// its header decoded. An API or version we do not answer is refused before anything
+/// past the fixed head is decoded.
+pub fn route(frame: Bytes) -> Result<(&'static Handler, ParsedRequest), RequestError> {
+    let head = codec::peek_head(&frame)?;
+    let Some(handler) = lookup(head.api_key) else {
+        return Err(RequestError::UnknownApi {
+            key: head.api_key,
+            correlation_id: head.correlation_id,
+        });
+    };
+    if !handler.accepts(head.version) {
+        return Err(RequestError::UnsupportedVersion {
+            key: head.api_key,
+            version: head.version,
+            correlation_id: head.correlation_id,
+        });
+    }
+    let req = codec::decode_header(frame, handler.key, head)?;
+    Ok((handler, req))
 }
 
 /// Decodes the request body as `T` at the request's version, after the allocation guard
@@ -122,21 +164,50 @@ pub fn str_bytes(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
 }
 
-/// Decodes any request body we implement and drops it (fuzzing entry point).
-pub fn decode_any(req: &ParsedRequest) -> Result<(), KafkaError> {
-    crate::guard::check(req.api_key, &req.body, req.version).map_err(KafkaError::Malformed)?;
-    let mut body: Bytes = req.body.clone();
-    kafka_protocol::messages::RequestKind::decode(req.api_key, &mut body, req.version)
-        .map(|_| ())
-        .map_err(|e| KafkaError::Malformed(e.to_string()))
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
+#[cfg(test)]
+mod group_tests;
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod route_tests {
+    use bytes::{BufMut, BytesMut};
+
+    use super::*;
+
+    #[test]
+    fn every_registered_key_is_found_by_index() {
+        for h in REGISTRY {
+            assert_eq!(lookup(h.key as i16).map(|f| f.key), Some(h.key));
+        }
+        assert!(lookup(-1).is_none());
+        assert!(lookup(i16::MAX).is_none());
+    }
+
+    #[test]
+    fn unknown_api_and_version_are_refused() {
+        let mut f = BytesMut::new();
+        f.put_i16(9999);
+        f.put_i16(0);
+        f.put_i32(7);
+        assert!(matches!(
+            route(f.freeze()),
+            Err(RequestError::UnknownApi {
+                key: 9999,
+                correlation_id: 7
+            })
+        ));
+        let mut f = BytesMut::new();
+        f.put_i16(ApiKey::Produce as i16);
+        f.put_i16(1);
+        f.put_i32(8);
+        assert!(matches!(
+            route(f.freeze()),
+            Err(RequestError::UnsupportedVersion { version: 1, .. })
+        ));
+        assert!(matches!(
+            route(Bytes::from_static(b"abc")),
+            Err(RequestError::Truncated(3))
+        ));
+    }
+}

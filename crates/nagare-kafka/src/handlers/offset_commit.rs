@@ -11,7 +11,7 @@ use nagare_core::groups::{self, GroupError, OffsetCommit};
 
 use super::{decode, encode, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{code, group_error_code};
+use crate::errors::{self, group_error, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -34,7 +34,7 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
         let mut row = Vec::with_capacity(t.partitions.len());
         for p in &t.partitions {
             if p.partition_index < 0 || p.partition_index >= count {
-                row.push(Err(code::UNKNOWN_TOPIC_OR_PARTITION));
+                row.push(Err(ResponseError::UnknownTopicOrPartition.code()));
                 continue;
             }
             row.push(Ok(commits.len()));
@@ -64,11 +64,11 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
     };
     let code_of = |slot: &Result<usize, i16>| match (slot, &results) {
         (Err(c), _) => *c,
-        (Ok(_), Err(e)) => group_error_code(e),
+        (Ok(_), Err(e)) => group_error(e).code(),
         (Ok(i), Ok(r)) => match r.get(*i) {
-            Some(Ok(())) => code::NONE,
-            Some(Err(e)) => group_error_code(e),
-            None => code::UNKNOWN_SERVER_ERROR,
+            Some(Ok(())) => errors::NONE,
+            Some(Err(e)) => group_error(e).code(),
+            None => ResponseError::UnknownServerError.code(),
         },
     };
     let topics = request

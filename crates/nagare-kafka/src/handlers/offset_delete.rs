@@ -10,7 +10,7 @@ use nagare_core::groups::TopicPartition;
 
 use super::{decode, encode, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{code, group_error_code};
+use crate::errors::{self, group_error, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -36,7 +36,7 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
         .delete_offsets(&request.group_id.0, &partitions)
         .await
     {
-        Err(e) => OffsetDeleteResponse::default().with_error_code(group_error_code(&e)),
+        Err(e) => OffsetDeleteResponse::default().with_error_code(group_error(&e).code()),
         Ok(results) => {
             let mut results = results.into_iter();
             let topics = request
@@ -50,9 +50,9 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                                 .iter()
                                 .map(|p| {
                                     let error = match results.next() {
-                                        Some(Ok(())) => code::NONE,
-                                        Some(Err(e)) => group_error_code(&e),
-                                        None => code::UNKNOWN_SERVER_ERROR,
+                                        Some(Ok(())) => errors::NONE,
+                                        Some(Err(e)) => group_error(&e).code(),
+                                        None => ResponseError::UnknownServerError.code(),
                                     };
                                     OffsetDeleteResponsePartition::default()
                                         .with_partition_index(p.partition_index)

@@ -10,7 +10,7 @@ use kafka_protocol::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLea
 
 use super::{decode, encode, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{code, core_error_code};
+use crate::errors::{self, core_error};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -33,11 +33,11 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                     let answer = EpochEndOffset::default().with_partition(p.partition);
                     match state.broker.partition(&t.topic, p.partition) {
                         Ok(part) => answer
-                            .with_error_code(code::NONE)
+                            .with_error_code(errors::NONE)
                             .with_leader_epoch(0)
                             .with_end_offset(part.log_end_offset()),
                         Err(e) => answer
-                            .with_error_code(core_error_code(&e))
+                            .with_error_code(core_error(&e).code())
                             .with_leader_epoch(-1)
                             .with_end_offset(-1),
                     }

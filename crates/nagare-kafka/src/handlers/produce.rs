@@ -13,7 +13,7 @@ use nagare_core::AckLevel;
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{batch_error_code, code, core_error_code};
+use crate::errors::{self, batch_error, core_error, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -66,11 +66,12 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                 let name = name.clone();
                 async move {
                     let outcome = match ack {
-                        None => {
-                            Outcome::error(code::INVALID_REQUIRED_ACKS, "acks must be 0, 1 or -1")
-                        }
+                        None => Outcome::error(
+                            ResponseError::InvalidRequiredAcks.code(),
+                            "acks must be 0, 1 or -1",
+                        ),
                         Some(_) if transactional => Outcome::error(
-                            code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                            ResponseError::TransactionalIdAuthorizationFailed.code(),
                             "transactions are not supported",
                         ),
                         Some(ack) => {
@@ -131,19 +132,24 @@ async fn produce_partition(
 ) -> Outcome {
     let topic = match state.broker.topic(topic) {
         Some(t) => t,
-        None => return Outcome::error(code::UNKNOWN_TOPIC_OR_PARTITION, "unknown topic"),
+        None => {
+            return Outcome::error(
+                ResponseError::UnknownTopicOrPartition.code(),
+                "unknown topic",
+            )
+        }
     };
     let partition = match topic.partition(index) {
         Ok(p) => p,
-        Err(e) => return Outcome::error(core_error_code(&e), e.to_string()),
+        Err(e) => return Outcome::error(core_error(&e).code(), e.to_string()),
     };
     let records = records.unwrap_or_default();
     if records.is_empty() {
-        return Outcome::error(code::CORRUPT_MESSAGE, "no records");
+        return Outcome::error(ResponseError::CorruptMessage.code(), "no records");
     }
     let ranges = match batch::split_batches(&records) {
         Ok(r) => r,
-        Err(e) => return Outcome::error(batch_error_code(&e), e.to_string()),
+        Err(e) => return Outcome::error(batch_error(&e).code(), e.to_string()),
     };
     // The log rewrites base offsets in place, so each batch needs its own buffer.
     let batches = ranges
@@ -158,11 +164,11 @@ async fn produce_partition(
                     base_offset = info.base_offset;
                 }
             }
-            Err(e) => return Outcome::error(core_error_code(&e), e.to_string()),
+            Err(e) => return Outcome::error(core_error(&e).code(), e.to_string()),
         }
     }
     Outcome {
-        error_code: code::NONE,
+        error_code: errors::NONE,
         base_offset,
         log_start_offset: partition.log_start_offset(),
         message: None,

@@ -8,7 +8,7 @@ use nagare_core::groups::SyncRequest;
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::group_error_code;
+use crate::errors::group_error;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -40,7 +40,7 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
             .with_protocol_name(s.protocol_name.filter(|_| v5).map(str_bytes))
             .with_assignment(s.assignment),
         Err(e) => SyncGroupResponse::default()
-            .with_error_code(group_error_code(&e))
+            .with_error_code(group_error(&e).code())
             .with_assignment(Bytes::new()),
     };
     encode(&response, req.version)

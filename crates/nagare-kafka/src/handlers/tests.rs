@@ -215,7 +215,7 @@ async fn every_handler_answers_every_accepted_version() {
 async fn produce_then_fetch_returns_the_batch() {
     let dir = tempfile::tempdir().unwrap();
     let state = state(dir.path());
-    let produce = super::find(0).unwrap();
+    let produce = super::lookup(ApiKey::Produce as i16).unwrap();
     let req = ParsedRequest {
         api_key: ApiKey::Produce,
         version: 9,
@@ -225,7 +225,7 @@ async fn produce_then_fetch_returns_the_batch() {
     let mut b = flatten((produce.call)(state.clone(), req).await.unwrap());
     let r = ProduceResponse::decode(&mut b, 9).unwrap();
     assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
-    let fetch = super::find(1).unwrap();
+    let fetch = super::lookup(ApiKey::Fetch as i16).unwrap();
     let req = ParsedRequest {
         api_key: ApiKey::Fetch,
         version: 12,
@@ -277,7 +277,7 @@ async fn produce_batch(state: &Arc<KafkaState>, batch: Bytes) -> (i16, i64) {
         body: body(&req, version),
     };
     let mut b = flatten(
-        (super::find(0).unwrap().call)(state.clone(), req)
+        (super::lookup(ApiKey::Produce as i16).unwrap().call)(state.clone(), req)
             .await
             .unwrap(),
     );
@@ -300,7 +300,7 @@ async fn init_producer_id(state: &Arc<KafkaState>, current: Option<(i64, i16)>) 
         body: body(&req, version),
     };
     let mut b = flatten(
-        (super::find(22).unwrap().call)(state.clone(), req)
+        (super::lookup(ApiKey::InitProducerId as i16).unwrap().call)(state.clone(), req)
             .await
             .unwrap(),
     );
