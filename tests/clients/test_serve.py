@@ -65,3 +65,64 @@ def test_bad_config_file_is_a_clear_error(tmp_path):
                        capture_output=True, text=True, timeout=20)
     assert r.returncode != 0
     assert "no_such_setting" in r.stderr
+
+
+def _tree(path):
+    """Every path under `path` with its size and modification time."""
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(path.rglob("*"))}
+
+
+def test_second_serve_on_one_data_dir_fails_fast_and_changes_nothing(nagare):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    p = Producer({"bootstrap.servers": nagare.kafka, "acks": "all"})
+    for i in range(100):
+        p.produce("locked", f"v{i}".encode(), partition=0)
+    assert p.flush(20) == 0
+    before = _tree(nagare.data_dir)
+
+    t0 = time.time()
+    r = subprocess.run(
+        [BIN, "serve", "--data-dir", str(nagare.data_dir),
+         "--kafka-listen", "127.0.0.1:0", "--stomp-listen", "127.0.0.1:0",
+         "--forward-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"],
+        capture_output=True, text=True, timeout=20)
+    assert r.returncode != 0
+    assert time.time() - t0 < 5
+    assert str(nagare.data_dir) in r.stderr, r.stderr
+    assert f"pid {nagare.proc.pid}" in r.stderr, r.stderr
+    assert "ready" not in r.stderr
+    after = _tree(nagare.data_dir)
+    # The first broker may have touched its own files meanwhile; the second added nothing
+    # and wrote no clean-shutdown marker.
+    assert set(after) == set(before)
+    assert not any(path.endswith(".nagare_cleanshutdown") for path in after)
+    assert (nagare.data_dir / ".lock").read_text().strip() == str(nagare.proc.pid)
+
+    # The first one keeps serving, and what it acknowledged survives its restart.
+    for i in range(100, 200):
+        p.produce("locked", f"v{i}".encode(), partition=0)
+    assert p.flush(20) == 0
+    nagare.restart()
+    c = Consumer({"bootstrap.servers": nagare.kafka, "group.id": "unused", "enable.auto.commit": False})
+    c.assign([TopicPartition("locked", 0, 0)])
+    got = []
+    deadline = time.time() + 20
+    while len(got) < 200 and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got.append(m.value())
+    c.close()
+    assert got == [f"v{i}".encode() for i in range(200)]
+
+
+def test_data_dir_that_is_a_file_is_a_clear_error(tmp_path):
+    f = tmp_path / "not-a-dir"
+    f.write_text("keep me\n")
+    r = subprocess.run([BIN, "serve", "--data-dir", str(f), "--kafka-listen", "127.0.0.1:0",
+                        "--stomp-listen", "127.0.0.1:0", "--forward-listen", "127.0.0.1:0",
+                        "--http-listen", "127.0.0.1:0"],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode != 0
+    assert str(f) in r.stderr and "not a directory" in r.stderr, r.stderr
+    assert f.read_text() == "keep me\n"

@@ -8,7 +8,9 @@ use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
 use crate::topic_store::{StoredState, StoredTopic, TopicStore};
-use crate::{validate_topic_name, BrokerConfig, CoreError, Partition, Topic, TopicConfig};
+use crate::{
+    validate_topic_name, BrokerConfig, CoreError, DataDirLock, Partition, Topic, TopicConfig,
+};
 
 /// Owns the data directory: the topic registry and every partition log, plus the
 /// internal logs other parts of the core keep their state in.
@@ -20,13 +22,17 @@ pub struct Broker {
     /// Serializes topic creation/deletion and the registry file.
     admin: Mutex<(TopicStore, StoredState)>,
     closed: AtomicBool,
+    /// Held until [`Broker::shutdown`] has closed every log: no other process opens this
+    /// data directory while this one may still write to it.
+    lock: Mutex<Option<DataDirLock>>,
 }
 
 impl Broker {
-    /// Opens the data directory, recovering every partition of every known topic.
+    /// Opens the data directory, recovering every partition of every known topic. The
+    /// directory's lock is taken first, so a directory another process has open is left
+    /// untouched.
     pub fn open(config: BrokerConfig) -> Result<Arc<Broker>, CoreError> {
-        std::fs::create_dir_all(&config.data_dir)
-            .map_err(|e| CoreError::io(&config.data_dir, e))?;
+        let lock = DataDirLock::acquire(&config.data_dir)?;
         let store = TopicStore::new(&config.data_dir)?;
         let mut state = store.load()?;
         if state.cluster_id.is_empty() {
@@ -50,6 +56,7 @@ impl Broker {
             internal: Mutex::new(BTreeMap::new()),
             admin: Mutex::new((store, state)),
             closed: AtomicBool::new(false),
+            lock: Mutex::new(Some(lock)),
         }))
     }
 
@@ -264,7 +271,12 @@ impl Broker {
                 first_err.get_or_insert(CoreError::from(e));
             }
         }
-        tracing::info!("broker closed cleanly");
+        if first_err.is_none() {
+            // Every log is closed and refuses appends: the directory may have a new owner.
+            // After a failed close it stays locked until the process exits.
+            self.lock.lock().take();
+            tracing::info!("broker closed cleanly");
+        }
         first_err.map_or(Ok(()), Err)
     }
 

@@ -42,6 +42,13 @@ pub enum CoreError {
     },
     #[error("broker is shutting down")]
     ShuttingDown,
+    #[error(
+        "data directory {dir} is in use by another nagare process{}; only one process may open a data directory at a time",
+        holder.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+    )]
+    DataDirLocked { dir: String, holder: Option<u32> },
+    #[error("data directory {0} is not a directory (it is a file); give the path of a directory")]
+    DataDirNotADirectory(String),
     #[error(transparent)]
     Log(#[from] nagare_log::LogError),
     #[error("io error on {path}: {source}")]
@@ -131,6 +138,11 @@ impl CoreError {
                 source: copy_log_error(source),
             },
             CoreError::ShuttingDown => CoreError::ShuttingDown,
+            CoreError::DataDirLocked { dir, holder } => CoreError::DataDirLocked {
+                dir: dir.clone(),
+                holder: *holder,
+            },
+            CoreError::DataDirNotADirectory(d) => CoreError::DataDirNotADirectory(d.clone()),
             CoreError::Log(e) => CoreError::Log(copy_log_error(e)),
             CoreError::Io { path, source } => CoreError::Io {
                 path: path.clone(),

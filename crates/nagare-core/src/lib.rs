@@ -33,6 +33,7 @@
 
 mod broker;
 mod config;
+mod data_dir_lock;
 mod error;
 pub mod groups;
 mod maintenance;
@@ -45,6 +46,7 @@ mod topic_store;
 
 pub use broker::Broker;
 pub use config::{BrokerConfig, TopicConfig, TopicFlush};
+pub use data_dir_lock::{DataDirLock, LOCK_FILE};
 pub use error::CoreError;
 pub use partition::{AckLevel, Partition, RecordsRead};
 pub use topic::Topic;

@@ -28,7 +28,9 @@ pub fn core_error(e: &CoreError) -> ResponseError {
         CoreError::Storage { .. } => ResponseError::KafkaStorageError,
         CoreError::ShuttingDown => ResponseError::NotLeaderOrFollower,
         CoreError::Log(l) => log_error(l),
-        CoreError::Io { .. } => ResponseError::KafkaStorageError,
+        CoreError::Io { .. }
+        | CoreError::DataDirLocked { .. }
+        | CoreError::DataDirNotADirectory(_) => ResponseError::KafkaStorageError,
     }
 }
 
