@@ -52,6 +52,7 @@ fn bench(c: &mut Criterion) {
         ("decode_and_batch_msgpack", Format::Msgpack),
     ] {
         let mut json = Vec::new();
+        let mut rejected = Vec::new();
         g.bench_function(name, |b| {
             b.iter(|| {
                 let mut d = Decoder::new(Limits::default());
@@ -59,7 +60,7 @@ fn bench(c: &mut Criterion) {
                 let Some(Frame::Request(req)) = d.decode(&mut buf).unwrap() else {
                     unreachable!()
                 };
-                build_batch(&req, 0, format, 64 << 20, &mut json).unwrap()
+                build_batch(&req, 0, format, 64 << 20, &mut json, &mut rejected).unwrap()
             })
         });
     }

@@ -8,6 +8,8 @@
 //! max_chunk_bytes = 67108864     # largest request buffered (64 MiB)
 //! max_decompressed_bytes = 268435456
 //! max_events_per_request = 1000000
+//! dead_letter_topic = "forward.dead-letter"   # refused events; "" disables
+//! max_buffered_bytes = 268435456 # all connections' unacknowledged bytes (256 MiB)
 //!
 //! [[forward.user]]               # optional: user authentication in the handshake
 //! username = "alice"
@@ -87,6 +89,14 @@ pub struct Config {
     pub udp_heartbeat: bool,
     /// Close connections idle this long (0: never); Fluentd's keepalive senders reconnect.
     pub idle_timeout_ms: u64,
+    /// Topic that receives events refused one by one (a record beyond its topic's
+    /// `max.message.bytes`, or too deep for JSON) with the reason in headers; empty:
+    /// refused events are only counted and logged.
+    pub dead_letter_topic: String,
+    /// Bytes read but not yet appended and acknowledged, across all connections; beyond
+    /// it connections stop reading until memory is released (backpressure). A single
+    /// request larger than this is refused like one beyond `max_chunk_bytes`.
+    pub max_buffered_bytes: u64,
 }
 
 impl Default for Config {
@@ -102,6 +112,8 @@ impl Default for Config {
             max_events_per_request: 1_000_000,
             udp_heartbeat: true,
             idle_timeout_ms: 0,
+            dead_letter_topic: "forward.dead-letter".to_string(),
+            max_buffered_bytes: 256 << 20,
         }
     }
 }

@@ -5,12 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{BufMut, BytesMut};
 use nagare_core::{Broker, Partition};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::auth::Handshake;
+use crate::budget::{Budget, Share};
 use crate::config::Config;
 use crate::decode::{Decoder, Frame};
 use crate::error::DecodeError;
@@ -39,6 +40,8 @@ pub enum ConnError {
     Idle(Duration),
     #[error("connection closed inside a request ({0} bytes buffered)")]
     TruncatedAtClose(usize),
+    #[error("request of at least {size} bytes exceeds max_buffered_bytes {limit}")]
+    OverBufferCap { size: usize, limit: usize },
 }
 
 impl ConnError {
@@ -46,7 +49,7 @@ impl ConnError {
     pub fn kind(&self) -> &'static str {
         match self {
             ConnError::Io(_) => "io",
-            ConnError::Decode(_) => "malformed",
+            ConnError::Decode(_) | ConnError::OverBufferCap { .. } => "malformed",
             ConnError::Ingest(_) => "storage",
             ConnError::Auth(_) | ConnError::NoHandshake => "auth",
             ConnError::Idle(_) => "idle",
@@ -60,14 +63,34 @@ pub struct Shared {
     pub broker: Arc<Broker>,
     pub router: Arc<Router>,
     pub config: Config,
+    /// The receiver-wide memory cap.
+    pub budget: Arc<Budget>,
+}
+
+impl Shared {
+    pub fn new(broker: Arc<Broker>, router: Router, config: Config) -> Shared {
+        let cap = usize::try_from(config.max_buffered_bytes).unwrap_or(usize::MAX);
+        Shared {
+            broker,
+            router: Arc::new(router),
+            budget: Arc::new(Budget::new(cap)),
+            config,
+        }
+    }
 }
 
 pub async fn handle(mut stream: TcpStream, shared: Arc<Shared>) -> Result<u64, ConnError> {
     let _ = stream.set_nodelay(true);
     let cfg = &shared.config;
     let mut decoder = Decoder::new(cfg.limits());
-    let mut ingest = Ingest::new(shared.broker.clone(), shared.router.clone());
+    let mut ingest = Ingest::new(
+        shared.broker.clone(),
+        shared.router.clone(),
+        &cfg.dead_letter_topic,
+    );
     let mut buf = BytesMut::with_capacity(READ_SIZE);
+    let mut share = Share::new(shared.budget.clone());
+    let cap = shared.budget.cap();
     let mut out: Vec<u8> = Vec::with_capacity(1024);
     let idle = (cfg.idle_timeout_ms > 0).then(|| Duration::from_millis(cfg.idle_timeout_ms));
 
@@ -82,14 +105,29 @@ pub async fn handle(mut stream: TcpStream, shared: Arc<Shared>) -> Result<u64, C
     loop {
         if !more_buffered {
             // Room for what the decoder knows the next frame needs (bounded by
-            // max_chunk_bytes), and at least one read's worth.
-            let want = decoder.need().saturating_sub(buf.len()).max(READ_SIZE);
+            // max_chunk_bytes), and at least one read's worth, within the shared cap.
+            let need = decoder.need();
+            if need > cap || buf.len() >= cap {
+                return Err(ConnError::OverBufferCap {
+                    size: need.max(buf.len() + 1),
+                    limit: cap,
+                });
+            }
+            let want = need
+                .saturating_sub(buf.len())
+                .max(READ_SIZE)
+                .min(cap - buf.len());
+            // Backpressure: wait here, not reading, while every connection's unacked
+            // bytes together are at the cap.
+            let more = (buf.len() + want).saturating_sub(share.held());
+            share.reserve(more, !buf.is_empty()).await;
             buf.reserve(want);
+            let mut limited = (&mut buf).limit(want);
             let n = match idle {
-                Some(d) => tokio::time::timeout(d, stream.read_buf(&mut buf))
+                Some(d) => tokio::time::timeout(d, stream.read_buf(&mut limited))
                     .await
                     .map_err(|_| ConnError::Idle(d))??,
-                None => stream.read_buf(&mut buf).await?,
+                None => stream.read_buf(&mut limited).await?,
             };
             if n == 0 {
                 if buf.is_empty() {
@@ -144,7 +182,7 @@ pub async fn handle(mut stream: TcpStream, shared: Arc<Shared>) -> Result<u64, C
                         .increment(1);
                     metrics::counter!("nagare_forward_events_total")
                         .increment(req.entries.len() as u64);
-                    if let Some((p, offset)) = pending.sync {
+                    for (p, offset) in pending.syncs() {
                         match syncs.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &p)) {
                             Some((_, o)) => *o = (*o).max(offset),
                             None => syncs.push((p, offset)),
@@ -173,6 +211,8 @@ pub async fn handle(mut stream: TcpStream, shared: Arc<Shared>) -> Result<u64, C
             stream.write_all(&out).await?;
             out.clear();
         }
+        // What was appended and acknowledged no longer counts against the cap.
+        share.release_to(buf.len());
         if let Some(e) = failure {
             return Err(e);
         }

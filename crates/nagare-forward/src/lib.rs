@@ -10,13 +10,16 @@
 //! batch per request ([`ingest`]). The decoder ([`decode`]) is sans-io and bounded.
 
 pub mod auth;
+pub mod budget;
 pub mod config;
 mod conn;
+pub mod dead_letter;
 pub mod decode;
 pub mod error;
 pub mod ingest;
 pub mod json;
 pub mod msgpack;
+pub mod reject;
 pub mod route;
 
 use std::sync::Arc;
@@ -56,11 +59,7 @@ pub async fn serve(
         auth = !config.shared_key.is_empty(),
         "forward receiver ready"
     );
-    let shared = Arc::new(conn::Shared {
-        broker,
-        router: Arc::new(router),
-        config,
-    });
+    let shared = Arc::new(conn::Shared::new(broker, router, config));
     loop {
         tokio::select! {
             accepted = listener.accept() => {

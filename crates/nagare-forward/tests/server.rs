@@ -378,3 +378,65 @@ async fn requests_before_garbage_are_still_acked() {
     assert!(closed(&mut s).await);
     assert_eq!(records(&srv.broker, "before").len(), 1);
 }
+
+/// Sends `[tag, [[t, r]...], {chunk}]` with a small event, one larger than the topic's
+/// `max.message.bytes` (10,000) and another small one; returns the ack.
+async fn send_with_big_event(srv: &Server, tag: &str) -> V {
+    let topic_config = nagare_core::TopicConfig {
+        max_message_bytes: 10_000,
+        ..nagare_core::TopicConfig::default()
+    };
+    srv.broker.create_topic(tag, Some(1), topic_config).unwrap();
+    let big = V::Map(vec![(V::from("blob"), V::from("x".repeat(20_000)))]);
+    let mut s = TcpStream::connect(srv.addr).await.unwrap();
+    s.write_all(&pack(&V::Array(vec![
+        V::from(tag),
+        V::Array(vec![
+            V::Array(vec![event_time(1_700_000_000, 1), rec(0)]),
+            V::Array(vec![event_time(1_700_000_001, 2), big]),
+            V::Array(vec![event_time(1_700_000_002, 3), rec(2)]),
+        ]),
+        V::Map(vec![(V::from("chunk"), V::from("c1"))]),
+    ])))
+    .await
+    .unwrap();
+    read_value(&mut s).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_beyond_max_message_bytes_goes_to_the_dead_letter_topic() {
+    let srv = start(Config::default()).await;
+    let ack = send_with_big_event(&srv, "small").await;
+    assert_eq!(ack["ack"].as_str(), Some("c1"));
+    let stored = records(&srv.broker, "small");
+    assert_eq!(stored.len(), 2);
+    assert!(std::str::from_utf8(stored[1].value.as_deref().unwrap())
+        .unwrap()
+        .contains("\"seq\":2"));
+    let dead = records(&srv.broker, "forward.dead-letter");
+    assert_eq!(dead.len(), 1);
+    let d = &dead[0];
+    assert_eq!(header(d, "fluent.tag"), b"small");
+    assert_eq!(header(d, "fluent.time_ns"), b"1700000001000000002");
+    assert_eq!(header(d, "dead_letter.reason"), b"record_too_large");
+    assert_eq!(header(d, "dead_letter.topic"), b"small");
+    let error = String::from_utf8(header(d, "dead_letter.error").to_vec()).unwrap();
+    assert!(error.contains("max.message.bytes 10000"), "{error}");
+    // The record as sent (MessagePack), whole: it fits the dead-letter topic's limit.
+    let value = rmpv::decode::read_value(&mut d.value.as_deref().unwrap()).unwrap();
+    assert_eq!(value["blob"].as_str().map(str::len), Some(20_000));
+    assert!(d.headers.iter().all(|(k, _)| k != "dead_letter.truncated"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_dead_letter_topic_refused_events_are_acked_and_counted_only() {
+    let srv = start(Config {
+        dead_letter_topic: String::new(),
+        ..Config::default()
+    })
+    .await;
+    let ack = send_with_big_event(&srv, "nodl").await;
+    assert_eq!(ack["ack"].as_str(), Some("c1"));
+    assert_eq!(records(&srv.broker, "nodl").len(), 2);
+    assert!(srv.broker.topic("forward.dead-letter").is_none());
+}
