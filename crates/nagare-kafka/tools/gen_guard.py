@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Generates src/guard/generated.rs: for every request message of the kafka-protocol crate,
-a check function that walks the request exactly as the crate's decoder does, but allocates
+"""Generates src/guard/generated.rs: for every request message of the kafka-protocol crate
+(and the consumer-protocol subscription inside JoinGroup), a check function that walks the request exactly as the crate's decoder does, but allocates
 nothing and refuses any array whose count exceeds the bytes left. The crate's own decoder
 calls `Vec::with_capacity(count)` with the count read from the wire, so a 20-byte request
 claiming 2^31 elements would abort the process; requests go through these checks first.
@@ -123,7 +123,11 @@ def main():
         "",
     ]
     struct_module = {}
-    for path in sorted(glob.glob(f"{src}/messages/*_request.rs")):
+    # Request bodies, and the consumer-protocol subscription carried inside JoinGroup
+    # (decoded by the JoinGroup handler for the topics it names).
+    paths = sorted(glob.glob(f"{src}/messages/*_request.rs"))
+    paths.append(f"{src}/messages/consumer_protocol_subscription.rs")
+    for path in paths:
         module = os.path.basename(path)[:-3]
         text = open(path).read()
         structs = field_types(text)

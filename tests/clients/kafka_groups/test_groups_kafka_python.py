@@ -72,3 +72,33 @@ def test_kafka_python_and_librdkafka_share_a_group(nagare):
     assert mine | theirs == {0, 1, 2, 3} and not mine & theirs
     rd.close()
     kp.close()
+
+
+def test_offset_delete_keeps_offsets_of_subscribed_topics(nagare):
+    """OffsetDelete on a live consumer group: offsets of topics in the members'
+    subscriptions stay (GROUP_SUBSCRIBED_TO_TOPIC), others go."""
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import GroupSubscribedToTopicError, NoError
+
+    subscribed, other = "kp-od-sub", "kp-od-other"
+    group = "kp-" + uuid.uuid4().hex
+    create_topic(nagare.kafka, subscribed, 1)
+    create_topic(nagare.kafka, other, 1)
+    produce(nagare.kafka, subscribed, 10)
+    c = kp_consumer(nagare.kafka, group)
+    c.subscribe([subscribed])
+    deadline = time.time() + 15
+    while not c.assignment() and time.time() < deadline:
+        c.poll(timeout_ms=200)
+    assert c.assignment() == {TopicPartition(subscribed, 0)}
+    sub_tp, other_tp = TopicPartition(subscribed, 0), TopicPartition(other, 0)
+    c.commit({sub_tp: OffsetAndMetadata(5, "", -1), other_tp: OffsetAndMetadata(3, "", -1)})
+    admin = KafkaAdminClient(bootstrap_servers=nagare.kafka)
+    try:
+        result = admin.delete_group_offsets(group, [sub_tp, other_tp])
+        assert result == {sub_tp: GroupSubscribedToTopicError, other_tp: NoError}
+        assert c.committed(sub_tp) == 5
+        assert c.committed(other_tp) is None
+    finally:
+        admin.close()
+        c.close()

@@ -41,7 +41,12 @@ impl GroupState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Protocol {
     pub name: String,
+    /// Opaque to the coordinator: handed to the group leader as the member sent it.
     pub metadata: Bytes,
+    /// The topics the metadata subscribes to, as the front end decoded them (empty when
+    /// it is not a consumer subscription). OffsetDelete keeps the offsets of these topics
+    /// while the group is live.
+    pub topics: Vec<String>,
 }
 
 /// What a member sends to join.

@@ -167,36 +167,10 @@ impl Group {
 
     /// Topics in the members' consumer-protocol subscriptions.
     fn subscribed_topics(&self) -> BTreeSet<String> {
-        let mut topics = BTreeSet::new();
-        for m in self.members.values() {
-            for p in &m.protocols {
-                topics.extend(subscription_topics(&p.metadata));
-            }
-        }
-        topics
+        self.members
+            .values()
+            .flat_map(|m| &m.protocols)
+            .flat_map(|p| p.topics.iter().cloned())
+            .collect()
     }
-}
-
-/// The topic list of a consumer protocol subscription (`version: i16`, then
-/// `topics: [string]`, every version), best effort: an unreadable one yields nothing.
-fn subscription_topics(meta: &[u8]) -> Vec<String> {
-    let mut out = Vec::new();
-    let Some(count) = meta.get(2..6) else {
-        return out;
-    };
-    let count = i32::from_be_bytes([count[0], count[1], count[2], count[3]]);
-    let mut at = 6;
-    for _ in 0..count.max(0) {
-        let Some(len) = meta.get(at..at + 2) else {
-            break;
-        };
-        let len = i16::from_be_bytes([len[0], len[1]]);
-        at += 2;
-        let Some(name) = meta.get(at..at + len.max(0) as usize) else {
-            break;
-        };
-        at += len.max(0) as usize;
-        out.push(String::from_utf8_lossy(name).into_owned());
-    }
-    out
 }

@@ -25,6 +25,7 @@ fn protocols(names: &[&str]) -> Vec<Protocol> {
         .map(|n| Protocol {
             name: n.to_string(),
             metadata: Bytes::from(format!("meta-{n}")),
+            topics: vec![],
         })
         .collect()
 }
@@ -673,12 +674,11 @@ fn offset_commit_checks_member_and_generation() {
 #[test]
 fn offset_delete_keeps_subscribed_topics_of_a_live_group() {
     let mut gs = groups(0);
-    let mut subscription = vec![0u8, 1, 0, 0, 0, 1, 0, 1];
-    subscription.push(b't');
     let mut r = req("");
     r.protocols = vec![Protocol {
         name: "range".into(),
-        metadata: Bytes::from(subscription),
+        metadata: Bytes::from_static(b"subscription"),
+        topics: vec!["t".into()],
     }];
     let mut rx = join(&mut gs, r, 0);
     let j = ready(&mut rx).unwrap().unwrap();

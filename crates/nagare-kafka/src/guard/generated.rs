@@ -5889,6 +5889,57 @@ pub fn check_write_txn_markers_request_WriteTxnMarkersRequest(
     Ok(())
 }
 
+pub fn check_consumer_protocol_subscription_ConsumerProtocolSubscription(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
+    if version < 0 || version > 3 {
+        bail!("specified version not supported by this message type");
+    }
+    let topics = types::Array(types::String).decode(buf)?;
+    let user_data = types::Bytes.decode(buf)?;
+    let owned_partitions = if version >= 1 {
+        types::Array(types::Checked(
+            check_consumer_protocol_subscription_TopicPartition,
+            version,
+        ))
+        .decode(buf)?
+    } else {
+        ()
+    };
+    let generation_id = if version >= 2 {
+        types::Int32.decode(buf)?
+    } else {
+        ()
+    };
+    let rack_id = if version >= 3 {
+        types::String.decode(buf)?
+    } else {
+        ()
+    };
+    Ok(())
+}
+
+pub fn check_consumer_protocol_subscription_TopicPartition(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
+    if version < 0 || version > 3 {
+        bail!("specified version not supported by this message type");
+    }
+    let topic = if version >= 1 {
+        types::String.decode(buf)?
+    } else {
+        ()
+    };
+    let partitions = if version >= 1 {
+        types::Array(types::Int32).decode(buf)?
+    } else {
+        ()
+    };
+    Ok(())
+}
+
 /// Walks a request body of `key` at `version` without allocating from wire counts.
 pub fn check_request(key: ApiKey, buf: &mut Bytes, version: i16) -> Result<()> {
     match key {

@@ -21,6 +21,14 @@ pub fn check(key: ApiKey, body: &Bytes, version: i16) -> Result<(), String> {
     generated::check_request(key, &mut buf, version).map_err(|e| e.to_string())
 }
 
+/// Checks a consumer-protocol subscription body (what follows its version prefix inside
+/// JoinGroup's protocol metadata) the same way.
+pub fn check_subscription(body: &Bytes, version: i16) -> Result<(), String> {
+    let mut buf = body.clone();
+    generated::check_consumer_protocol_subscription_ConsumerProtocolSubscription(&mut buf, version)
+        .map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

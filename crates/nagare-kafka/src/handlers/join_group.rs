@@ -3,8 +3,12 @@
 
 use std::sync::Arc;
 
+use bytes::{Buf, Bytes};
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
-use kafka_protocol::messages::{ApiKey, JoinGroupRequest, JoinGroupResponse};
+use kafka_protocol::messages::{
+    ApiKey, ConsumerProtocolSubscription, JoinGroupRequest, JoinGroupResponse,
+};
+use kafka_protocol::protocol::{Decodable, Message};
 use nagare_core::groups::{GroupError, JoinRequest, Protocol};
 
 use super::{decode, encode, str_bytes, Handler};
@@ -21,6 +25,9 @@ pub const HANDLER: Handler = Handler {
 
 async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
     let request: JoinGroupRequest = decode(&req)?;
+    // Only the consumer protocol's metadata is a subscription; other group types (Connect,
+    // Streams' own) are opaque, as in Kafka.
+    let consumer = request.protocol_type.as_str() == "consumer";
     let join = JoinRequest {
         group_id: request.group_id.0.to_string(),
         member_id: request.member_id.to_string(),
@@ -46,6 +53,11 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
             .map(|p| Protocol {
                 name: p.name.to_string(),
                 metadata: p.metadata.clone(),
+                topics: if consumer {
+                    subscription_topics(&p.metadata)
+                } else {
+                    Vec::new()
+                },
             })
             .collect(),
         require_known_member_id: req.version >= 4,
@@ -88,4 +100,65 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
         }
     };
     encode(&response, req.version)
+}
+
+/// The topics of a consumer-protocol subscription: a version, then the body at that
+/// version. Newer versions only add fields, so they are read as the newest we know, as
+/// Kafka does. Best effort: an unreadable subscription names no topics.
+fn subscription_topics(metadata: &Bytes) -> Vec<String> {
+    let mut body = metadata.clone();
+    if body.remaining() < 2 {
+        return Vec::new();
+    }
+    let version = body.get_i16();
+    if version < 0 {
+        return Vec::new();
+    }
+    let version = version.min(ConsumerProtocolSubscription::VERSIONS.max);
+    if crate::guard::check_subscription(&body, version).is_err() {
+        return Vec::new();
+    }
+    ConsumerProtocolSubscription::decode(&mut body, version)
+        .map(|s| s.topics.iter().map(|t| t.to_string()).collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::{BufMut, BytesMut};
+    use kafka_protocol::protocol::Encodable;
+
+    use super::*;
+    use crate::handlers::str_bytes;
+
+    fn subscription(version: i16, topics: &[&str]) -> Bytes {
+        let mut b = BytesMut::new();
+        b.put_i16(version);
+        ConsumerProtocolSubscription::default()
+            .with_topics(topics.iter().map(|t| str_bytes(*t)).collect())
+            .encode(&mut b, version.min(3))
+            .unwrap();
+        b.freeze()
+    }
+
+    #[test]
+    fn subscription_topics_at_every_version() {
+        for v in 0..=3 {
+            assert_eq!(
+                subscription_topics(&subscription(v, &["a", "b"])),
+                ["a", "b"]
+            );
+        }
+        // A newer version than we know is read as our newest.
+        assert_eq!(subscription_topics(&subscription(7, &["t"])), ["t"]);
+    }
+
+    #[test]
+    fn unreadable_subscriptions_name_nothing() {
+        assert!(subscription_topics(&Bytes::from_static(b"\0")).is_empty());
+        assert!(subscription_topics(&Bytes::from_static(b"\xff\xff\0\0\0\0")).is_empty());
+        // A count far beyond the bytes present is refused before anything is allocated.
+        assert!(subscription_topics(&Bytes::from_static(b"\0\0\x7f\xff\xff\xff")).is_empty());
+        assert!(subscription_topics(&Bytes::from_static(b"meta-range")).is_empty());
+    }
 }
