@@ -61,7 +61,8 @@ impl Decoder {
     }
 
     /// Takes one whole frame off the front of `buf`, `Ok(None)` if more bytes are needed.
-    /// Line ends between frames (heart-beats) are consumed silently.
+    /// Line ends between frames (heart-beats) and stray NULs (a client that ends frames
+    /// with `\0\n`-style padding or doubles the terminator) are consumed silently.
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
         if self.head.is_none() {
             if self.scanned == 0 && !skip_line_ends(buf)? {
@@ -192,11 +193,11 @@ impl Decoder {
     }
 }
 
-/// Drops `\n` and `\r\n` before a frame; false if the buffer ends inside a `\r\n`.
+/// Drops `\n`, `\r\n` and NULs before a frame; false if the buffer ends inside a `\r\n`.
 fn skip_line_ends(buf: &mut BytesMut) -> Result<bool, FrameError> {
     loop {
         match buf.first() {
-            Some(b'\n') => buf.advance(1),
+            Some(b'\n' | 0) => buf.advance(1),
             Some(b'\r') => match buf.get(1) {
                 None => return Ok(false),
                 Some(b'\n') => buf.advance(2),

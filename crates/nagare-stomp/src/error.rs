@@ -33,6 +33,8 @@ pub enum StompError {
     Frame(#[from] FrameError),
     #[error("{0}")]
     Protocol(String),
+    #[error(transparent)]
+    Dest(#[from] crate::dest::DestError),
     #[error("broker error: {0}")]
     Core(#[from] nagare_core::CoreError),
 }

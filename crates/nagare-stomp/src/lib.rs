@@ -43,7 +43,7 @@ use tokio::sync::watch;
 pub use bytes;
 pub use config::Config;
 pub use decode::{Decoder, Limits};
-pub use dest::Dest;
+pub use dest::{Dest, DestError};
 pub use encode::{encode, FrameWriter};
 pub use error::{FrameError, StompError};
 pub use frame::{Command, Frame, Version};

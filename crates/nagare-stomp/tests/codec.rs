@@ -32,6 +32,17 @@ fn lf_and_crlf_frames_and_heartbeats_between() {
 }
 
 #[test]
+fn stray_nuls_between_frames_are_skipped() {
+    let mut d = decoder(Version::V1_2);
+    let wire =
+        b"\0\0SEND\ndestination:/queue/a\n\nhi\0\0\n\0\r\nSEND\ndestination:/queue/b\n\nyo\0\0";
+    let frames = decode_all(&mut d, wire).unwrap();
+    assert_eq!(frames.len(), 2);
+    assert_eq!(&frames[0].body[..], b"hi");
+    assert_eq!(frames[1].header("destination"), Some("/queue/b"));
+}
+
+#[test]
 fn content_length_body_may_hold_nuls() {
     let mut d = decoder(Version::V1_2);
     let wire = b"SEND\ndestination:/queue/a\ncontent-length:5\n\na\0b\0c\0";

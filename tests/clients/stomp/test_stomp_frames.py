@@ -45,6 +45,10 @@ def test_version_negotiation(nagare):
     b"COMMIT\ntransaction:unknown\n\n\0",
     b"MESSAGE\ndestination:/queue/a\n\n\0",
     b"\rX",
+    b"ACK\nmessage-id:1-1-1\n\n\0",  # 1.2 needs an id
+    b"NACK\nmessage-id:1-1-1\n\n\0",
+    b"SEND\ndestination:/queue/bad name\n\n\0",
+    b"SUBSCRIBE\nid:1\ndestination:/topic/caf\xc3\xa9\n\n\0",
 ])
 def test_malformed_frames_get_error_then_close(nagare, wire):
     bystander = connect(nagare)
@@ -176,3 +180,35 @@ def test_frames_pipelined_after_connect_use_the_negotiated_escaping(nagare):
     assert cmd == "MESSAGE" and body == b"body"
     assert h["subscription"] == "a\\cb"  # "a:b", escaped on the wire
     assert h["x"] == "1\\n2"
+
+
+def test_stray_nuls_and_line_ends_between_frames_are_tolerated(nagare):
+    q = f"/queue/nul-{uuid.uuid4().hex[:8]}"
+    r = Raw(nagare.stomp)
+    r.send(b"\0\n")
+    assert r.connect()[0] == "CONNECTED"
+    r.send(f"\0\0SUBSCRIBE\nid:1\ndestination:{q}\n\n\0\0\n\0\r\n".encode()
+           + f"SEND\ndestination:{q}\n\nafter nuls\0\0\0".encode()
+           + b"\n\0DISCONNECT\nreceipt:bye\n\n\0")
+    cmd, h, body = r.frame()
+    assert cmd == "MESSAGE" and body == b"after nuls"
+    cmd, h, _ = r.frame()
+    assert cmd == "RECEIPT" and h["receipt-id"] == "bye"
+
+
+def test_illegal_destination_names_are_refused_not_merged(nagare):
+    """`/queue/bad name` would land in the topic of `/queue/bad_name` if rewritten."""
+    good = connect(nagare)
+    good.subscribe("/queue/bad_name", id="1", receipt="s")
+    good.collector.receipt("s")
+    r = Raw(nagare.stomp)
+    r.connect()
+    r.send(b"SEND\ndestination:/queue/bad name\nreceipt:1\n\nlost?\0")
+    cmd, h, body = r.frame()
+    assert cmd == "ERROR" and h["receipt-id"] == "1"
+    assert "ASCII letters, digits" in h["message"], h
+    assert r.closed()
+    good.send("/queue/bad_name", "mine", receipt="m")
+    good.collector.receipt("m")
+    assert [f.body for f in good.collector.take(1)] == ["mine"]
+    good.collector.none_within(0.3)

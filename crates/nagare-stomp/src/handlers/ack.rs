@@ -3,7 +3,7 @@
 //! of messages no longer in flight are accepted and ignored.
 
 use crate::error::StompError;
-use crate::frame::Frame;
+use crate::frame::{Frame, Version};
 use crate::queue_sub::parse_message_id;
 use crate::session::{AckMode, Session, SubKind};
 
@@ -18,10 +18,21 @@ impl Session {
         frame: &Frame,
         requeue: Option<bool>,
     ) -> Result<(), StompError> {
-        let id = frame
-            .header("id")
-            .or_else(|| frame.header("message-id"))
-            .ok_or_else(|| StompError::missing("id", frame.command.as_str()))?;
+        // 1.2 names the message by `id` (the MESSAGE's `ack` header) and requires it;
+        // 1.0 and 1.1 use `message-id`.
+        let id = if self.version == Version::V1_2 {
+            frame.header("id")
+        } else {
+            frame.header("message-id").or_else(|| frame.header("id"))
+        };
+        let id = id.ok_or_else(|| {
+            let name = if self.version == Version::V1_2 {
+                "id"
+            } else {
+                "message-id"
+            };
+            StompError::missing(name, frame.command.as_str())
+        })?;
         let Some((num, offset)) = parse_message_id(self.id(), id) else {
             return Ok(());
         };

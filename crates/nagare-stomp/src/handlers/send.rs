@@ -82,8 +82,7 @@ impl Session {
         frame: Frame,
     ) -> Result<Option<Append>, StompError> {
         let dest_str = required(&frame, "destination")?;
-        let dest = Dest::parse(dest_str)
-            .ok_or_else(|| StompError::protocol(format!("unknown destination {dest_str:?}")))?;
+        let dest = Dest::parse(dest_str)?;
         let mut headers = frame.headers;
         self.rewrite_reply_to(&mut headers);
         let receipt = first(&headers, "receipt").map(str::to_string);
@@ -112,10 +111,7 @@ impl Session {
                 }))
             }
             Dest::Topic(name) => {
-                let topic = self
-                    .shared
-                    .broker
-                    .topic_or_create(&nagare_core::sanitize_topic_name(&name))?;
+                let topic = self.shared.broker.topic_or_create(&name)?;
                 let n = topic.partition_count().max(1) as u64;
                 let index = match first(&headers, KEY_HEADER) {
                     Some(k) => fnv1a(k.as_bytes()) % n,

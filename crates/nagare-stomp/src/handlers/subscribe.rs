@@ -15,8 +15,7 @@ use crate::topic_sub::{self, StartAt};
 impl Session {
     pub(crate) async fn on_subscribe(&mut self, frame: &Frame) -> Result<(), StompError> {
         let dest_str = required(frame, "destination")?;
-        let dest = Dest::parse(dest_str)
-            .ok_or_else(|| StompError::protocol(format!("unknown destination {dest_str:?}")))?;
+        let dest = Dest::parse(dest_str)?;
         let id = match (frame.header("id"), self.version) {
             (Some(id), _) => id.to_string(),
             (None, Version::V1_0) => dest_str.to_string(),
@@ -42,10 +41,7 @@ impl Session {
                 let start = StartAt::parse(frame.header("x-stream-offset")).ok_or_else(|| {
                     StompError::protocol("x-stream-offset must be first, last, next or an offset")
                 })?;
-                let topic = self
-                    .shared
-                    .broker
-                    .topic_or_create(&nagare_core::sanitize_topic_name(name))?;
+                let topic = self.shared.broker.topic_or_create(name)?;
                 let tasks = topic
                     .partitions()
                     .into_iter()
