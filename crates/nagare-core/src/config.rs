@@ -112,6 +112,7 @@ impl TopicConfig {
                 TopicFlush::Interval(ms) => FlushPolicy::Interval(Duration::from_millis(ms)),
                 TopicFlush::Acks | TopicFlush::Never => FlushPolicy::Never,
             },
+            ..LogConfig::default()
         }
     }
 

@@ -1,5 +1,8 @@
 use std::time::Duration;
 
+use crate::open_files::OpenFiles;
+use crate::storage::Storage;
+
 /// When appended bytes are fsynced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlushPolicy {
@@ -58,6 +61,11 @@ pub struct LogConfig {
     /// Largest accepted record batch in bytes.
     pub max_batch_bytes: u32,
     pub flush: FlushPolicy,
+    /// The file system the log lives on (the real one unless a test simulates one).
+    pub storage: Storage,
+    /// The open-file budget this log shares with others (the process-wide one by
+    /// default).
+    pub open_files: OpenFiles,
 }
 
 impl Default for LogConfig {
@@ -70,6 +78,8 @@ impl Default for LogConfig {
             retention: Some(Duration::from_secs(7 * 24 * 3600)),
             max_batch_bytes: 1024 * 1024 + 12,
             flush: FlushPolicy::Never,
+            storage: Storage::default(),
+            open_files: OpenFiles::global(),
         }
     }
 }

@@ -38,3 +38,20 @@ pub enum LogError {
         source: std::io::Error,
     },
 }
+
+impl LogError {
+    /// The I/O error behind a storage failure (a full disk is `ENOSPC`, a failing one
+    /// `EIO`, both reachable through `raw_os_error`); `None` for refused input.
+    pub fn io_error(&self) -> Option<&std::io::Error> {
+        match self {
+            LogError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// True when the disk failed rather than the input: the request may succeed later
+    /// (once space is freed) and nothing already acknowledged was affected.
+    pub fn is_storage_error(&self) -> bool {
+        matches!(self, LogError::Io { .. })
+    }
+}

@@ -6,9 +6,10 @@
 //! to the files lazily (on roll, flush and close) so an append stays one `write`. A crash
 //! leaves the active segment's files behind, which is why recovery rebuilds them.
 
-use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Write};
 use std::path::Path;
+
+use crate::segment::Io;
+use crate::storage::OpenMode;
 
 pub(crate) const OFFSET_ENTRY: usize = 8;
 pub(crate) const TIME_ENTRY: usize = 12;
@@ -94,15 +95,17 @@ impl Indexes {
         }
     }
 
-    /// Writes entries not yet in the files.
-    pub fn persist(&mut self, index: &Path, timeindex: &Path) -> std::io::Result<()> {
+    /// Writes entries not yet in the files, each at its own position, so entries
+    /// after a failed write replace whatever it left.
+    pub fn persist(&mut self, io: &Io, index: &Path, timeindex: &Path) -> std::io::Result<()> {
         if self.offsets_persisted < self.offsets.len() {
             let mut buf = Vec::with_capacity((self.offsets.len() - self.offsets_persisted) * 8);
             for &(o, p) in &self.offsets[self.offsets_persisted..] {
                 buf.extend_from_slice(&o.to_be_bytes());
                 buf.extend_from_slice(&p.to_be_bytes());
             }
-            append_file(index)?.write_all(&buf)?;
+            let at = (self.offsets_persisted * OFFSET_ENTRY) as u64;
+            write_entries(io, index, &buf, at)?;
             self.offsets_persisted = self.offsets.len();
         }
         if self.times_persisted < self.times.len() {
@@ -111,25 +114,31 @@ impl Indexes {
                 buf.extend_from_slice(&t.to_be_bytes());
                 buf.extend_from_slice(&o.to_be_bytes());
             }
-            append_file(timeindex)?.write_all(&buf)?;
+            let at = (self.times_persisted * TIME_ENTRY) as u64;
+            write_entries(io, timeindex, &buf, at)?;
             self.times_persisted = self.times.len();
         }
         Ok(())
     }
 
     /// Replaces both files with the in-memory entries.
-    pub fn rewrite(&mut self, index: &Path, timeindex: &Path) -> std::io::Result<()> {
-        File::create(index)?;
-        File::create(timeindex)?;
+    pub fn rewrite(&mut self, io: &Io, index: &Path, timeindex: &Path) -> std::io::Result<()> {
+        io.open(index, OpenMode::CreateTruncate)?;
+        io.open(timeindex, OpenMode::CreateTruncate)?;
         self.offsets_persisted = 0;
         self.times_persisted = 0;
-        self.persist(index, timeindex)
+        self.persist(io, index, timeindex)
     }
 
     /// Loads both files; `None` when either is missing or inconsistent with a segment of
     /// `segment_len` bytes (then the caller rebuilds them from the log).
-    pub fn load(index: &Path, timeindex: &Path, segment_len: u64) -> std::io::Result<Option<Self>> {
-        let (Some(ob), Some(tb)) = (read_opt(index)?, read_opt(timeindex)?) else {
+    pub fn load(
+        io: &Io,
+        index: &Path,
+        timeindex: &Path,
+        segment_len: u64,
+    ) -> std::io::Result<Option<Self>> {
+        let (Some(ob), Some(tb)) = (io.read_opt(index)?, io.read_opt(timeindex)?) else {
             return Ok(None);
         };
         if ob.len() % OFFSET_ENTRY != 0 || tb.len() % TIME_ENTRY != 0 {
@@ -179,26 +188,29 @@ impl Indexes {
     }
 }
 
-fn append_file(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new().append(true).create(true).open(path)
-}
-
-fn read_opt(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-    match std::fs::read(path) {
-        Ok(b) => Ok(Some(b)),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
+/// Writes index entries at `at`, dropping anything a failed earlier write left after them.
+fn write_entries(io: &Io, path: &Path, buf: &[u8], at: u64) -> std::io::Result<()> {
+    let f = io.open(path, OpenMode::Create)?;
+    if f.metadata()?.len() != at {
+        io.storage.set_len(&f, at)?;
     }
+    io.storage.write_at(&f, &[buf], at)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::open_files::OpenFiles;
+    use crate::storage::Storage;
 
     #[test]
     fn entries_follow_the_interval_and_round_trip_through_files() {
         let dir = tempfile::tempdir().unwrap();
         let (ip, tp) = (dir.path().join("a.index"), dir.path().join("a.timeindex"));
+        let io = Io {
+            storage: Storage::real(),
+            files: OpenFiles::new(8),
+        };
         let mut idx = Indexes::default();
         // 10 batches of 100 bytes, 3 offsets each, base 1000, interval 250.
         for i in 0..10u64 {
@@ -217,18 +229,18 @@ mod tests {
         assert_eq!(idx.boundary_at_or_below(299), None);
         assert_eq!(idx.time_lookup(1000, 80), 1000);
         assert_eq!(idx.time_lookup(1000, 81), 1011);
-        idx.persist(&ip, &tp).unwrap();
+        idx.persist(&io, &ip, &tp).unwrap();
         idx.maybe_add_time_entry(1000);
-        idx.persist(&ip, &tp).unwrap();
+        idx.persist(&io, &ip, &tp).unwrap();
         assert_eq!(std::fs::metadata(&ip).unwrap().len(), 24);
-        let loaded = Indexes::load(&ip, &tp, 1000).unwrap().unwrap();
+        let loaded = Indexes::load(&io, &ip, &tp, 1000).unwrap().unwrap();
         assert_eq!(loaded.offsets, idx.offsets);
         assert_eq!(loaded.times, idx.times);
         // Inconsistent with a shorter segment, or torn: refused.
-        assert!(Indexes::load(&ip, &tp, 900).unwrap().is_none());
+        assert!(Indexes::load(&io, &ip, &tp, 900).unwrap().is_none());
         std::fs::write(&ip, [0u8; 7]).unwrap();
-        assert!(Indexes::load(&ip, &tp, 1000).unwrap().is_none());
+        assert!(Indexes::load(&io, &ip, &tp, 1000).unwrap().is_none());
         std::fs::remove_file(&tp).unwrap();
-        assert!(Indexes::load(&ip, &tp, 1000).unwrap().is_none());
+        assert!(Indexes::load(&io, &ip, &tp, 1000).unwrap().is_none());
     }
 }

@@ -16,10 +16,16 @@ mod codec;
 mod config;
 mod error;
 mod index;
+mod open_files;
 mod partition_log;
 mod segment;
+#[cfg(any(test, feature = "sim"))]
+pub mod sim;
+pub mod storage;
 mod varint;
 
 pub use config::{FlushPolicy, LogConfig};
 pub use error::{BatchError, LogError};
+pub use open_files::{default_budget, OpenFiles};
 pub use partition_log::{AppendInfo, FileSlice, PartitionLog, ReadResult};
+pub use storage::{FileSystem, OpenMode, RealFs, Storage};

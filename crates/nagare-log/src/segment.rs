@@ -1,17 +1,21 @@
 //! One segment: a `.log` file of consecutive record batches starting at `base` offset,
 //! with its in-memory sparse indexes mirrored in `.index` / `.timeindex`.
+//!
+//! The `.log` file is opened lazily through the shared open-file budget; the index files
+//! are opened only while they are written.
 
-use std::fs::{File, OpenOptions};
-use std::io::{IoSlice, Write};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 
 use crate::batch::{self, BatchHeader, HEADER_LEN, LOG_OVERHEAD};
 use crate::index::Indexes;
+use crate::open_files::{FileSlot, OpenFiles};
+use crate::storage::{OpenMode, Storage};
 
 pub(crate) const LOG_SUFFIX: &str = ".log";
 pub(crate) const INDEX_SUFFIX: &str = ".index";
@@ -25,14 +29,55 @@ pub(crate) fn file_stem(base: i64) -> String {
     format!("{base:020}")
 }
 
+/// The file system and descriptor budget a log works with.
+#[derive(Clone)]
+pub(crate) struct Io {
+    pub storage: Storage,
+    pub files: OpenFiles,
+}
+
+impl Io {
+    /// Opens a short-lived file, retrying when descriptors run out.
+    pub fn open(&self, path: &Path, mode: OpenMode) -> std::io::Result<File> {
+        self.files.open_transient(&self.storage, path, mode)
+    }
+
+    /// Reads a whole small file; `None` when it does not exist.
+    pub fn read_opt(&self, path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+        let f = match self.open(path, OpenMode::Read) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut &f, &mut out)?;
+        Ok(Some(out))
+    }
+
+    /// fsyncs a directory's entries.
+    pub fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.files
+            .retry_out_of_descriptors(|| self.storage.sync_dir(dir))
+    }
+}
+
 pub(crate) struct Segment {
     pub base: i64,
-    pub file: Arc<File>,
+    file: FileSlot,
+    io: Io,
     pub log_path: PathBuf,
     pub index_path: PathBuf,
     pub time_path: PathBuf,
     /// Bytes of whole batches written (published after each write completes).
     size: AtomicU64,
+    /// Bytes known to be on disk: covered by a completed fsync (or found at open).
+    synced: AtomicU64,
+    /// An fsync failed: the kernel may have dropped the dirty pages from `synced` on
+    /// while still reporting later fsyncs as successful, so those bytes must be written
+    /// again before they count as durable.
+    sync_failed: AtomicBool,
+    /// A failed write may have left bytes past `size`; cut them before the next write.
+    dirty_tail: AtomicBool,
     pub idx: RwLock<Indexes>,
 }
 
@@ -56,42 +101,49 @@ impl Segment {
         )
     }
 
-    /// Creates a new empty segment (replacing leftovers with the same name).
-    pub fn create(dir: &Path, base: i64) -> std::io::Result<Segment> {
+    fn new(io: &Io, dir: &Path, base: i64, size: u64) -> Segment {
         let (log_path, index_path, time_path) = Self::paths(dir, base);
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&log_path)?;
-        file.set_len(0)?;
-        File::create(&index_path)?;
-        File::create(&time_path)?;
-        Ok(Segment {
+        let file = io
+            .files
+            .slot(&io.storage, log_path.clone(), OpenMode::ReadWrite);
+        Segment {
             base,
-            file: Arc::new(file),
+            file,
+            io: io.clone(),
             log_path,
             index_path,
             time_path,
-            size: AtomicU64::new(0),
+            size: AtomicU64::new(size),
+            synced: AtomicU64::new(size),
+            sync_failed: AtomicBool::new(false),
+            dirty_tail: AtomicBool::new(false),
             idx: RwLock::new(Indexes::default()),
-        })
+        }
+    }
+
+    /// Creates a new empty segment (replacing leftovers with the same name). Its
+    /// directory entry is durable only after the caller fsyncs the directory.
+    pub fn create(io: &Io, dir: &Path, base: i64) -> std::io::Result<Segment> {
+        let seg = Segment::new(io, dir, base, 0);
+        let file = io.open(&seg.log_path, OpenMode::CreateTruncate)?;
+        io.open(&seg.index_path, OpenMode::CreateTruncate)?;
+        io.open(&seg.time_path, OpenMode::CreateTruncate)?;
+        seg.file.insert(file);
+        Ok(seg)
     }
 
     /// Opens an existing segment's log file; indexes are loaded by the caller.
-    pub fn open(dir: &Path, base: i64) -> std::io::Result<Segment> {
-        let (log_path, index_path, time_path) = Self::paths(dir, base);
-        let file = OpenOptions::new().read(true).append(true).open(&log_path)?;
-        let len = file.metadata()?.len();
-        Ok(Segment {
-            base,
-            file: Arc::new(file),
-            log_path,
-            index_path,
-            time_path,
-            size: AtomicU64::new(len),
-            idx: RwLock::new(Indexes::default()),
-        })
+    pub fn open(io: &Io, dir: &Path, base: i64) -> std::io::Result<Segment> {
+        let seg = Segment::new(io, dir, base, 0);
+        let len = seg.file()?.metadata()?.len();
+        seg.set_size(len);
+        seg.synced.store(len, Ordering::Release);
+        Ok(seg)
+    }
+
+    /// The open `.log` file (opened now if the descriptor budget had closed it).
+    pub fn file(&self) -> std::io::Result<Arc<File>> {
+        self.file.get()
     }
 
     pub fn size(&self) -> u64 {
@@ -110,11 +162,12 @@ impl Segment {
         max_batch: usize,
         check_crc: bool,
     ) -> std::io::Result<ScanEnd> {
-        let file_len = self.file.metadata()?.len();
+        let file = self.file()?;
+        let file_len = file.metadata()?.len();
         let mut idx = Indexes::default();
         let base = self.base;
         let end = scan(
-            &self.file,
+            &file,
             0,
             file_len,
             Some(base),
@@ -125,11 +178,13 @@ impl Segment {
             },
         )?;
         if end.valid_len < file_len {
-            self.file.set_len(end.valid_len)?;
+            self.io.storage.set_len(&file, end.valid_len)?;
         }
-        idx.rewrite(&self.index_path, &self.time_path)?;
+        idx.rewrite(&self.io, &self.index_path, &self.time_path)?;
         *self.idx.write() = idx;
         self.set_size(end.valid_len);
+        self.synced.fetch_min(end.valid_len, Ordering::AcqRel);
+        self.dirty_tail.store(false, Ordering::Release);
         Ok(end)
     }
 
@@ -138,7 +193,8 @@ impl Segment {
     /// so the caller rebuilds.
     pub fn load(&self, max_batch: usize) -> std::io::Result<Option<ScanEnd>> {
         let size = self.size();
-        let Some(mut idx) = Indexes::load(&self.index_path, &self.time_path, size)? else {
+        let Some(mut idx) = Indexes::load(&self.io, &self.index_path, &self.time_path, size)?
+        else {
             return Ok(None);
         };
         let from = idx.offsets.last().map_or(0, |&(_, p)| p as u64);
@@ -147,7 +203,7 @@ impl Segment {
         let mut since = 0u64;
         let first = (from == 0).then_some(base);
         let end = scan(
-            &self.file,
+            &*self.file()?,
             from,
             size,
             first,
@@ -175,27 +231,85 @@ impl Segment {
         Ok(Some(end))
     }
 
-    /// Appends whole batches with one vectored write (the file is in append mode).
-    /// On failure the file is cut back to its previous length.
+    /// Writes whole batches at the end with one vectored write. On failure (a full
+    /// disk, an I/O error) the file is cut back to its previous length, so a later
+    /// write never lands behind half a batch; if even the cut fails, the next write
+    /// retries it first.
     pub fn write(&self, bufs: &[&[u8]]) -> std::io::Result<()> {
+        let file = self.file()?;
         let before = self.size();
-        let mut slices: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
-        let mut rest = &mut slices[..];
-        let result = (|| {
-            while !rest.is_empty() {
-                match (&*self.file).write_vectored(rest) {
-                    Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-                    Ok(n) => IoSlice::advance_slices(&mut rest, n),
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            Ok(())
-        })();
-        if result.is_err() {
-            let _ = self.file.set_len(before);
+        if self.dirty_tail.load(Ordering::Acquire) {
+            self.io.storage.set_len(&file, before)?;
+            self.dirty_tail.store(false, Ordering::Release);
+        }
+        let result = self.io.storage.write_at(&file, bufs, before);
+        if result.is_err() && self.io.storage.set_len(&file, before).is_err() {
+            self.dirty_tail.store(true, Ordering::Release);
         }
         result
+    }
+
+    /// Cuts the file to `len` bytes (whole batches) and forgets what lies past it.
+    pub fn cut(&self, len: u64) -> std::io::Result<()> {
+        let file = self.file()?;
+        self.io.storage.set_len(&file, len)?;
+        self.set_size(len);
+        self.synced.fetch_min(len, Ordering::AcqRel);
+        self.dirty_tail.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    /// Makes the batches written so far durable.
+    ///
+    /// After a failed fsync, Linux may already have marked the dirty pages clean (the
+    /// write-back error is reported once) and a retried fsync then succeeds without
+    /// writing them. So a failure is remembered, and the next attempt first re-reads
+    /// everything past the last durable point, checks each batch's CRC and writes it
+    /// again before fsyncing: bytes are never reported durable on the strength of an
+    /// fsync that followed a failed one without a fresh write.
+    pub fn sync_data(&self, max_batch: usize) -> std::io::Result<()> {
+        let file = self.file()?;
+        let size = self.size();
+        if self.sync_failed.load(Ordering::Acquire) {
+            self.rewrite_unsynced(&file, size, max_batch)?;
+        }
+        match self.io.storage.sync_data(&file) {
+            Ok(()) => {
+                self.synced.fetch_max(size, Ordering::AcqRel);
+                self.sync_failed.store(false, Ordering::Release);
+                Ok(())
+            }
+            Err(e) => {
+                self.sync_failed.store(true, Ordering::Release);
+                Err(e)
+            }
+        }
+    }
+
+    fn rewrite_unsynced(&self, file: &File, size: u64, max_batch: usize) -> std::io::Result<()> {
+        let from = self.synced.load(Ordering::Acquire).min(size);
+        let end = scan(file, from, size, None, max_batch, true, |_, _, _| {})?;
+        if end.valid_len < size {
+            // The page cache no longer holds what was written: those batches are gone.
+            tracing::error!(
+                segment = %self.log_path.display(),
+                from = end.valid_len,
+                "unsynced batches were lost after a failed fsync"
+            );
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "unsynced batches were lost after a failed fsync",
+            ));
+        }
+        let mut buf = vec![0u8; SCAN_CHUNK];
+        let mut pos = from;
+        while pos < size {
+            let n = ((size - pos) as usize).min(SCAN_CHUNK);
+            file.read_exact_at(&mut buf[..n], pos)?;
+            self.io.storage.write_at(file, &[&buf[..n]], pos)?;
+            pos += n as u64;
+        }
+        Ok(())
     }
 
     /// Finds the first batch whose last offset is >= `offset` among the first `limit`
@@ -232,7 +346,8 @@ impl Segment {
         chunk: usize,
         wanted: impl Fn(&BatchHeader) -> bool,
     ) -> std::io::Result<Option<(u64, BatchHeader)>> {
-        let mut reader = ChunkReader::new(&self.file, limit, chunk);
+        let file = self.file()?;
+        let mut reader = ChunkReader::new(&file, limit, chunk);
         while pos + HEADER_LEN as u64 <= limit {
             let Some(head) = reader.get(pos, HEADER_LEN)? else {
                 return Ok(None);
@@ -266,9 +381,10 @@ impl Segment {
         if let Some(b) = self.idx.read().boundary_at_or_below(want) {
             end = end.max(b);
         }
+        let file = self.file()?;
         let mut head = [0u8; LOG_OVERHEAD];
         while end + LOG_OVERHEAD as u64 <= limit {
-            self.file.read_exact_at(&mut head, end)?;
+            file.read_exact_at(&mut head, end)?;
             let Ok(len) = batch::peek_total_len(&head) else {
                 break;
             };
@@ -280,9 +396,12 @@ impl Segment {
         Ok(end)
     }
 
+    /// Closes the file and removes the segment's files (their directory entries go
+    /// away for good at the next directory fsync).
     pub fn delete_files(&self) {
+        self.file.close();
         for p in [&self.log_path, &self.index_path, &self.time_path] {
-            if let Err(e) = std::fs::remove_file(p) {
+            if let Err(e) = self.io.storage.remove_file(p) {
                 if e.kind() != std::io::ErrorKind::NotFound {
                     tracing::warn!(path = %p.display(), error = %e, "could not delete segment file");
                 }
@@ -291,11 +410,11 @@ impl Segment {
     }
 
     /// fsyncs the log file and the index files.
-    pub fn sync_all_files(&self) -> std::io::Result<()> {
-        self.file.sync_data()?;
+    pub fn sync_all_files(&self, max_batch: usize) -> std::io::Result<()> {
+        self.sync_data(max_batch)?;
         for p in [&self.index_path, &self.time_path] {
-            if let Ok(f) = File::open(p) {
-                f.sync_data()?;
+            if let Ok(f) = self.io.open(p, OpenMode::Read) {
+                self.io.storage.sync_data(&f)?;
             }
         }
         Ok(())

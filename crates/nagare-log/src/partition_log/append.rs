@@ -25,12 +25,14 @@ impl PartitionLog {
         {
             let mut idx = old.idx.write();
             idx.maybe_add_time_entry(old.base);
-            idx.persist(&old.index_path, &old.time_path)
+            idx.persist(&self.io, &old.index_path, &old.time_path)
                 .map_err(io_err(&old.index_path))?;
         }
         let end = self.published().end_offset;
-        let new = Arc::new(Segment::create(&self.dir, end).map_err(io_err(&self.dir))?);
+        let new = Arc::new(Segment::create(&self.io, &self.dir, end).map_err(io_err(&self.dir))?);
         self.unsynced.lock().push(old);
+        // The new file's directory entry becomes durable with the directory fsync that
+        // `sync_now` runs before anything in the segment is reported durable.
         self.dir_dirty.store(true, Ordering::Release);
         self.segments.write().push(new.clone());
         w.active = new;

@@ -12,7 +12,8 @@ use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::segment::Segment;
+use crate::segment::{Io, Segment};
+use crate::storage::OpenMode;
 use crate::{LogConfig, LogError};
 
 mod append;
@@ -22,6 +23,7 @@ mod retention;
 mod sync;
 mod truncate;
 
+/// Where an appended batch landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AppendInfo {
     pub base_offset: i64,
@@ -31,7 +33,8 @@ pub struct AppendInfo {
     pub record_count: u32,
 }
 
-/// A byte range of a segment file holding whole batches, for `sendfile(2)`.
+/// A byte range of a segment file holding whole batches, for `sendfile(2)`. The file
+/// stays open while the slice lives, even if the open-file budget closes it meanwhile.
 #[derive(Debug, Clone)]
 pub struct FileSlice {
     pub file: Arc<File>,
@@ -62,6 +65,7 @@ const RECOVERY_MAX_BATCH: usize = 64 * 1024 * 1024;
 pub struct PartitionLog {
     dir: PathBuf,
     config: LogConfig,
+    io: Io,
     /// Ordered by base offset; the last one is active. Readers hold the read lock while
     /// they locate data; roll, truncation and retention take the write lock.
     segments: RwLock<Vec<Arc<Segment>>>,
@@ -105,7 +109,10 @@ fn copy_err(e: &LogError) -> LogError {
     match e {
         LogError::Io { path, source } => LogError::Io {
             path: path.clone(),
-            source: std::io::Error::new(source.kind(), source.to_string()),
+            source: match source.raw_os_error() {
+                Some(code) => std::io::Error::from_raw_os_error(code),
+                None => std::io::Error::new(source.kind(), source.to_string()),
+            },
         },
         LogError::Batch(b) => LogError::Batch(b.clone()),
         LogError::OffsetOutOfRange { offset, start, end } => LogError::OffsetOutOfRange {
@@ -143,12 +150,30 @@ impl PartitionLog {
         self.flushed.load(Ordering::Acquire)
     }
 
+    /// Largest batch recovery and re-verification accept.
+    fn max_batch(&self) -> usize {
+        (self.config.max_batch_bytes as usize).max(RECOVERY_MAX_BATCH)
+    }
+
+    /// Records the log start offset: written to a temporary file, fsynced and renamed
+    /// over the old one, so a crash leaves the old value or the new one; the rename is
+    /// made durable with the next directory fsync.
     fn set_start_offset(&self, offset: i64) -> Result<(), LogError> {
         self.start_offset.store(offset, Ordering::Release);
         let tmp = self.dir.join(format!("{LOG_START_FILE}.tmp"));
         let path = self.dir.join(LOG_START_FILE);
-        std::fs::write(&tmp, format!("{offset}\n")).map_err(io_err(&tmp))?;
-        std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
+        let storage = &self.io.storage;
+        let f = self
+            .io
+            .open(&tmp, OpenMode::CreateTruncate)
+            .map_err(io_err(&tmp))?;
+        storage
+            .write_at(&f, &[format!("{offset}\n").as_bytes()], 0)
+            .and_then(|()| storage.sync_data(&f))
+            .map_err(io_err(&tmp))?;
+        drop(f);
+        storage.rename(&tmp, &path).map_err(io_err(&path))?;
+        self.dir_dirty.store(true, Ordering::Release);
         Ok(())
     }
 
@@ -161,6 +186,8 @@ impl PartitionLog {
     }
 }
 
+#[cfg(test)]
+mod fd_budget_tests;
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;

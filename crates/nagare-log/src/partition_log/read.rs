@@ -56,8 +56,8 @@ impl PartitionLog {
                     continue;
                 }
                 let mut head = [0u8; LOG_OVERHEAD];
-                seg.file
-                    .read_exact_at(&mut head, 0)
+                seg.file()
+                    .and_then(|f| f.read_exact_at(&mut head, 0))
                     .map_err(io_err(&seg.log_path))?;
                 let len = batch::peek_total_len(&head)? as u64;
                 if len > budget {
@@ -70,7 +70,7 @@ impl PartitionLog {
                 .map_err(io_err(&seg.log_path))?;
             let len = end - pos;
             res.slices.push(FileSlice {
-                file: seg.file.clone(),
+                file: seg.file().map_err(io_err(&seg.log_path))?,
                 position: pos,
                 len: len as u32,
             });
@@ -122,7 +122,7 @@ impl PartitionLog {
         };
         let exact = seg.find(last, limit).ok().flatten().and_then(|(pos, h)| {
             let mut buf = vec![0u8; h.total_len()];
-            seg.file.read_exact_at(&mut buf, pos).ok()?;
+            seg.file().ok()?.read_exact_at(&mut buf, pos).ok()?;
             let records = batch::decode_records(&buf).ok()?;
             records
                 .into_iter()
@@ -156,8 +156,8 @@ impl PartitionLog {
             };
             let mut buf = vec![0u8; h.total_len()];
             let exact = seg
-                .file
-                .read_exact_at(&mut buf, pos)
+                .file()
+                .and_then(|f| f.read_exact_at(&mut buf, pos))
                 .ok()
                 .and_then(|()| batch::decode_records(&buf).ok())
                 .and_then(|recs| {

@@ -8,31 +8,34 @@ use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
 
-use super::sync::sync_dir;
 use super::{
     io_err, PartitionLog, Published, Writer, CLEAN_SHUTDOWN_FILE, LOG_START_FILE,
     RECOVERY_MAX_BATCH,
 };
-use crate::segment::Segment;
+use crate::segment::{Io, Segment};
 use crate::{LogConfig, LogError};
 
 impl PartitionLog {
     /// Opens (creating if needed) the log in `dir`, recovering the tail when the last
     /// shutdown was not clean.
     pub fn open(dir: &Path, config: LogConfig) -> Result<PartitionLog, LogError> {
-        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let io = Io {
+            storage: config.storage.clone(),
+            files: config.open_files.clone(),
+        };
+        io.storage.create_dir_all(dir).map_err(io_err(dir))?;
         let marker = dir.join(CLEAN_SHUTDOWN_FILE);
-        let clean = marker.exists();
-        let stored_start = read_start_offset(dir);
+        let clean = io.read_opt(&marker).map_err(io_err(&marker))?.is_some();
+        let stored_start = read_start_offset(&io, dir);
         let interval = config.index_interval_bytes.max(1);
         let max_batch = (config.max_batch_bytes as usize).max(RECOVERY_MAX_BATCH);
-        let bases = list_segments(dir).map_err(io_err(dir))?;
+        let bases = list_segments(&io, dir).map_err(io_err(dir))?;
 
         let mut segments: Vec<Arc<Segment>> = Vec::with_capacity(bases.len().max(1));
         let mut end_offset = None;
         for (i, &base) in bases.iter().enumerate() {
             let last = i + 1 == bases.len();
-            let seg = Segment::open(dir, base).map_err(io_err(dir))?;
+            let seg = Segment::open(&io, dir, base).map_err(io_err(dir))?;
             let loaded = if clean || !last {
                 seg.load(max_batch).map_err(io_err(&seg.log_path))?
             } else {
@@ -61,13 +64,19 @@ impl PartitionLog {
                 }
             };
             end_offset = Some(scan.next_offset.unwrap_or(base));
-            let damaged = scan.error.is_some();
+            // Segments hold consecutive offsets; a segment ending short of the next one's
+            // base lost its tail (a power cut drops unsynced writes whole), and nothing
+            // after it can be trusted either.
+            let damaged = scan.error.is_some()
+                || bases
+                    .get(i + 1)
+                    .is_some_and(|&next| scan.next_offset.unwrap_or(base) != next);
             segments.push(Arc::new(seg));
             if damaged && !last {
                 // Offsets must stay contiguous: nothing after damage can be trusted.
                 for &later in &bases[i + 1..] {
                     tracing::warn!(base = later, "deleting segment after a corrupt one");
-                    if let Ok(s) = Segment::open(dir, later) {
+                    if let Ok(s) = Segment::open(&io, dir, later) {
                         s.delete_files();
                     }
                 }
@@ -76,7 +85,7 @@ impl PartitionLog {
         }
         if segments.is_empty() {
             let base = stored_start.unwrap_or(0).max(0);
-            let seg = Segment::create(dir, base).map_err(io_err(dir))?;
+            let seg = Segment::create(&io, dir, base).map_err(io_err(dir))?;
             segments.push(Arc::new(seg));
             end_offset = Some(base);
         }
@@ -87,12 +96,14 @@ impl PartitionLog {
             .max(segments[0].base)
             .min(end_offset);
         if !clean {
-            active.file.sync_data().map_err(io_err(&active.log_path))?;
+            active
+                .sync_data(max_batch)
+                .map_err(io_err(&active.log_path))?;
         }
         if clean {
-            std::fs::remove_file(&marker).map_err(io_err(&marker))?;
+            io.storage.remove_file(&marker).map_err(io_err(&marker))?;
         }
-        sync_dir(dir).map_err(io_err(dir))?;
+        io.sync_dir(dir).map_err(io_err(dir))?;
         let published = Published {
             end_offset,
             active_base: active.base,
@@ -101,6 +112,7 @@ impl PartitionLog {
         Ok(PartitionLog {
             dir: dir.to_path_buf(),
             config,
+            io,
             segments: RwLock::new(segments),
             writer: Mutex::new(Writer {
                 active,
@@ -118,13 +130,10 @@ impl PartitionLog {
 }
 
 /// Base offsets of the segments in `dir`; removes index files left without a log.
-fn list_segments(dir: &Path) -> std::io::Result<Vec<i64>> {
+fn list_segments(io: &Io, dir: &Path) -> std::io::Result<Vec<i64>> {
     let mut bases = Vec::new();
     let mut orphans = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
+    for name in io.storage.list_dir(dir)? {
         let Some((stem, ext)) = name.split_once('.') else {
             continue;
         };
@@ -136,7 +145,7 @@ fn list_segments(dir: &Path) -> std::io::Result<Vec<i64>> {
         };
         match ext {
             "log" => bases.push(base),
-            "index" | "timeindex" => orphans.push((base, entry.path())),
+            "index" | "timeindex" => orphans.push((base, dir.join(&name))),
             _ => {}
         }
     }
@@ -144,14 +153,13 @@ fn list_segments(dir: &Path) -> std::io::Result<Vec<i64>> {
     for (base, path) in orphans {
         if bases.binary_search(&base).is_err() {
             tracing::warn!(path = %path.display(), "removing index without a segment");
-            let _ = std::fs::remove_file(path);
+            let _ = io.storage.remove_file(&path);
         }
     }
     Ok(bases)
 }
 
-fn read_start_offset(dir: &Path) -> Option<i64> {
-    std::fs::read_to_string(dir.join(LOG_START_FILE))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
+fn read_start_offset(io: &Io, dir: &Path) -> Option<i64> {
+    let bytes = io.read_opt(&dir.join(LOG_START_FILE)).ok()??;
+    std::str::from_utf8(&bytes).ok()?.trim().parse().ok()
 }

@@ -90,8 +90,8 @@ fn segment_time(seg: &Segment) -> i64 {
             return ts;
         }
     }
-    seg.file
-        .metadata()
+    seg.file()
+        .and_then(|f| f.metadata())
         .and_then(|m| m.modified())
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())

@@ -1,17 +1,12 @@
 //! Durability: fsync with group commit, index persistence, and the clean close that lets
 //! the next open skip recovery.
 
-use std::fs::File;
-use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use super::{io_err, PartitionLog, CLEAN_SHUTDOWN_FILE};
 use crate::segment::Segment;
+use crate::storage::OpenMode;
 use crate::LogError;
-
-pub(super) fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    File::open(dir)?.sync_all()
-}
 
 impl PartitionLog {
     /// Group commit: returns once every offset below `offset` is fsynced. Callers that
@@ -35,19 +30,20 @@ impl PartitionLog {
         let active = self.segments.read().last().cloned();
         let rolled = std::mem::take(&mut *self.unsynced.lock());
         for (i, seg) in rolled.iter().enumerate() {
-            if let Err(e) = seg.sync_all_files() {
+            if let Err(e) = seg.sync_all_files(self.max_batch()) {
                 self.unsynced.lock().extend(rolled[i..].iter().cloned());
                 return Err(io_err(&seg.log_path)(e));
             }
         }
         if self.dir_dirty.swap(false, Ordering::AcqRel) {
-            if let Err(e) = sync_dir(&self.dir) {
+            if let Err(e) = self.io.sync_dir(&self.dir) {
                 self.dir_dirty.store(true, Ordering::Release);
                 return Err(io_err(&self.dir)(e));
             }
         }
         if let Some(seg) = active {
-            seg.file.sync_data().map_err(io_err(&seg.log_path))?;
+            seg.sync_data(self.max_batch())
+                .map_err(io_err(&seg.log_path))?;
         }
         self.flushed.fetch_max(end, Ordering::AcqRel);
         Ok(())
@@ -66,7 +62,7 @@ impl PartitionLog {
         if finalize {
             idx.maybe_add_time_entry(seg.base);
         }
-        idx.persist(&seg.index_path, &seg.time_path)
+        idx.persist(&self.io, &seg.index_path, &seg.time_path)
             .map_err(io_err(&seg.index_path))
     }
 
@@ -82,13 +78,14 @@ impl PartitionLog {
             self.sync_now()?;
         }
         w.active
-            .sync_all_files()
+            .sync_all_files(self.max_batch())
             .map_err(io_err(&w.active.index_path))?;
         let marker = self.dir.join(CLEAN_SHUTDOWN_FILE);
-        File::create(&marker)
-            .and_then(|f| f.sync_all())
+        self.io
+            .open(&marker, OpenMode::CreateTruncate)
+            .and_then(|f| self.io.storage.sync_data(&f))
             .map_err(io_err(&marker))?;
-        sync_dir(&self.dir).map_err(io_err(&self.dir))?;
+        self.io.sync_dir(&self.dir).map_err(io_err(&self.dir))?;
         w.closed = true;
         Ok(())
     }

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{io_err, PartitionLog, Published, Writer, RECOVERY_MAX_BATCH};
+use super::{io_err, PartitionLog, Published, Writer};
 use crate::segment::Segment;
 use crate::LogError;
 
@@ -57,10 +57,10 @@ impl PartitionLog {
         if !dropped.is_empty() {
             self.dir_dirty.store(true, Ordering::Release);
         }
-        seg.file.set_len(pos).map_err(io_err(&seg.log_path))?;
+        seg.cut(pos).map_err(io_err(&seg.log_path))?;
         seg.rebuild(
             self.config.index_interval_bytes.max(1),
-            (self.config.max_batch_bytes as usize).max(RECOVERY_MAX_BATCH),
+            self.max_batch(),
             false,
         )
         .map_err(io_err(&seg.log_path))?;
@@ -79,7 +79,8 @@ impl PartitionLog {
             s.delete_files();
         }
         self.unsynced.lock().clear();
-        let seg = Arc::new(Segment::create(&self.dir, offset).map_err(io_err(&self.dir))?);
+        let seg =
+            Arc::new(Segment::create(&self.io, &self.dir, offset).map_err(io_err(&self.dir))?);
         self.segments.write().push(seg.clone());
         self.dir_dirty.store(true, Ordering::Release);
         w.active = seg;
