@@ -301,6 +301,8 @@ impl Segment {
                 "unsynced batches were lost after a failed fsync",
             ));
         }
+        // The failed fsync may also have lost a cut of the file's length.
+        self.io.storage.set_len(file, size)?;
         let mut buf = vec![0u8; SCAN_CHUNK];
         let mut pos = from;
         while pos < size {

@@ -386,7 +386,7 @@ impl FileSystem for SimFs {
             .get(&file.as_raw_fd())
             .ok_or_else(|| io::Error::other("file was not opened through the simulator"))?;
         if failing {
-            let content = crash_content(&mut *st, ino);
+            let content = crash_content(&mut st, ino);
             if let Some(inode) = st.inodes.get_mut(&ino) {
                 inode.durable = content;
             }

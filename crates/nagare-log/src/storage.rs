@@ -102,7 +102,11 @@ impl FileSystem for RealFs {
     }
 
     fn write_at(&self, file: &File, bufs: &[&[u8]], pos: u64) -> io::Result<()> {
-        let mut slices: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
+        let mut slices: Vec<IoSlice<'_>> = bufs
+            .iter()
+            .filter(|b| !b.is_empty())
+            .map(|b| IoSlice::new(b))
+            .collect();
         let mut rest = &mut slices[..];
         let mut at = pos;
         while !rest.is_empty() {

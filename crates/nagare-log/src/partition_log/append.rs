@@ -45,6 +45,7 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Validates one record batch, assigns its offsets (rewriting the base offset in
     /// `batch`) and appends it to the active segment. Does not fsync.
     pub fn append(&self, batch: &mut [u8]) -> Result<AppendInfo, LogError> {
         self.append_many(&mut [batch])
@@ -82,19 +83,20 @@ impl PartitionLog {
             let len = batches[i].len() as u64;
             let last = next + header.last_offset_delta as i64;
             if self.needs_roll(&w, run_bytes, len, last) {
-                let step = self
-                    .write_run(&mut w, batches, &run, next)
-                    .and_then(|()| self.roll(&mut w));
-                if let Err(e) = step {
+                // Batches already written stay written (and acknowledged) even if the
+                // roll after them fails; only this batch and later ones fail.
+                let written = self.write_run(&mut w, batches, &run, next);
+                if let Err(e) = &written {
                     for &(j, _) in &run {
-                        results[j] = Err(copy_err(&e));
+                        results[j] = Err(copy_err(e));
                     }
-                    results.push(Err(copy_err(&e)));
-                    failed = Some(e);
-                    run.clear();
-                    continue;
                 }
                 run.clear();
+                if let Err(e) = written.and_then(|()| self.roll(&mut w)) {
+                    results.push(Err(copy_err(&e)));
+                    failed = Some(e);
+                    continue;
+                }
                 run_bytes = 0;
             }
             batch::set_base_offset(batches[i], next);

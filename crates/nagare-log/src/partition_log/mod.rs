@@ -57,6 +57,10 @@ pub struct ReadResult {
 const CLEAN_SHUTDOWN_FILE: &str = ".nagare_cleanshutdown";
 /// The log start offset when `delete_records_before` moved it inside a segment.
 const LOG_START_FILE: &str = "log-start-offset";
+/// The base of a segment such that every earlier segment is fsynced: recovery after an
+/// unclean shutdown checks the CRC of every batch from there on (a power cut can tear an
+/// unsynced rolled segment anywhere) and trusts the indexes before it.
+const RECOVERY_POINT_FILE: &str = "recovery-point";
 /// Recovery refuses to read batches claiming more than this (or the configured maximum,
 /// if larger), so a corrupt length cannot cause a huge allocation.
 const RECOVERY_MAX_BATCH: usize = 64 * 1024 * 1024;
@@ -79,6 +83,8 @@ pub struct PartitionLog {
     unsynced: Mutex<Vec<Arc<Segment>>>,
     /// A segment file was created or removed since the last directory fsync.
     dir_dirty: AtomicBool,
+    /// Every segment below this base is fsynced (what `RECOVERY_POINT_FILE` holds).
+    recovery_point: AtomicI64,
 }
 
 struct Writer {
@@ -155,13 +161,20 @@ impl PartitionLog {
         (self.config.max_batch_bytes as usize).max(RECOVERY_MAX_BATCH)
     }
 
-    /// Records the log start offset: written to a temporary file, fsynced and renamed
-    /// over the old one, so a crash leaves the old value or the new one; the rename is
-    /// made durable with the next directory fsync.
+    /// Records the log start offset (see `write_offset_file`); moved in memory only
+    /// once on disk, so the two never disagree after a failure.
     fn set_start_offset(&self, offset: i64) -> Result<(), LogError> {
+        self.write_offset_file(LOG_START_FILE, offset)?;
         self.start_offset.store(offset, Ordering::Release);
-        let tmp = self.dir.join(format!("{LOG_START_FILE}.tmp"));
-        let path = self.dir.join(LOG_START_FILE);
+        Ok(())
+    }
+
+    /// Writes a one-number file: to a temporary file, fsynced and renamed over the old
+    /// one, so a crash leaves the old value or the new one; the rename is made durable
+    /// with the next directory fsync.
+    fn write_offset_file(&self, name: &str, offset: i64) -> Result<(), LogError> {
+        let tmp = self.dir.join(format!("{name}.tmp"));
+        let path = self.dir.join(name);
         let storage = &self.io.storage;
         let f = self
             .io
@@ -188,6 +201,8 @@ impl PartitionLog {
 
 #[cfg(test)]
 mod fd_budget_tests;
+#[cfg(test)]
+mod power_loss_tests;
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;

@@ -10,7 +10,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::{
     io_err, PartitionLog, Published, Writer, CLEAN_SHUTDOWN_FILE, LOG_START_FILE,
-    RECOVERY_MAX_BATCH,
+    RECOVERY_MAX_BATCH, RECOVERY_POINT_FILE,
 };
 use crate::segment::{Io, Segment};
 use crate::{LogConfig, LogError};
@@ -26,17 +26,30 @@ impl PartitionLog {
         io.storage.create_dir_all(dir).map_err(io_err(dir))?;
         let marker = dir.join(CLEAN_SHUTDOWN_FILE);
         let clean = io.read_opt(&marker).map_err(io_err(&marker))?.is_some();
-        let stored_start = read_start_offset(&io, dir);
+        let stored_start = read_offset_file(&io, dir, LOG_START_FILE);
+        let recovery_point = read_offset_file(&io, dir, RECOVERY_POINT_FILE).unwrap_or(i64::MIN);
         let interval = config.index_interval_bytes.max(1);
         let max_batch = (config.max_batch_bytes as usize).max(RECOVERY_MAX_BATCH);
-        let bases = list_segments(&io, dir).map_err(io_err(dir))?;
+        let mut bases = list_segments(&io, dir).map_err(io_err(dir))?;
+        if let Some(start) = stored_start {
+            // Segments wholly below the durable start are leftovers of a deletion a
+            // crash cut short (the start is made durable before files are removed).
+            let stale = bases.windows(2).take_while(|w| w[1] <= start).count();
+            for &base in &bases[..stale] {
+                tracing::info!(base, "removing a segment below the log start");
+                if let Ok(s) = Segment::open(&io, dir, base) {
+                    s.delete_files();
+                }
+            }
+            bases.drain(..stale);
+        }
 
         let mut segments: Vec<Arc<Segment>> = Vec::with_capacity(bases.len().max(1));
         let mut end_offset = None;
         for (i, &base) in bases.iter().enumerate() {
             let last = i + 1 == bases.len();
             let seg = Segment::open(&io, dir, base).map_err(io_err(dir))?;
-            let loaded = if clean || !last {
+            let loaded = if clean || (!last && base < recovery_point) {
                 seg.load(max_batch).map_err(io_err(&seg.log_path))?
             } else {
                 None
@@ -64,13 +77,14 @@ impl PartitionLog {
                 }
             };
             end_offset = Some(scan.next_offset.unwrap_or(base));
-            // Segments hold consecutive offsets; a segment ending short of the next one's
-            // base lost its tail (a power cut drops unsynced writes whole), and nothing
-            // after it can be trusted either.
-            let damaged = scan.error.is_some()
-                || bases
-                    .get(i + 1)
-                    .is_some_and(|&next| scan.next_offset.unwrap_or(base) != next);
+            // Segments hold consecutive offsets: a segment ending short of the next one's
+            // base lost batches (corruption, or a power cut dropping unsynced writes), and
+            // nothing after it can be trusted. Junk after its last batch that still ends
+            // at the next base (a failed write whose cut did not reach the disk) was
+            // truncated above and loses nothing.
+            let damaged = bases
+                .get(i + 1)
+                .is_some_and(|&next| scan.next_offset.unwrap_or(base) != next);
             segments.push(Arc::new(seg));
             if damaged && !last {
                 // Offsets must stay contiguous: nothing after damage can be trusted.
@@ -125,6 +139,7 @@ impl PartitionLog {
             sync_lock: Mutex::new(()),
             unsynced: Mutex::new(Vec::new()),
             dir_dirty: AtomicBool::new(false),
+            recovery_point: AtomicI64::new(recovery_point),
         })
     }
 }
@@ -159,7 +174,7 @@ fn list_segments(io: &Io, dir: &Path) -> std::io::Result<Vec<i64>> {
     Ok(bases)
 }
 
-fn read_start_offset(io: &Io, dir: &Path) -> Option<i64> {
-    let bytes = io.read_opt(&dir.join(LOG_START_FILE)).ok()??;
+fn read_offset_file(io: &Io, dir: &Path, name: &str) -> Option<i64> {
+    let bytes = io.read_opt(&dir.join(name)).ok()??;
     std::str::from_utf8(&bytes).ok()?.trim().parse().ok()
 }

@@ -4,25 +4,33 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::PartitionLog;
+use super::{io_err, PartitionLog};
 use crate::segment::Segment;
 use crate::LogError;
 
 impl PartitionLog {
     /// Removes the first `count` segments (never the active one) and moves the start.
     fn delete_prefix(&self, count: usize) -> Result<usize, LogError> {
-        let removed: Vec<Arc<Segment>> = {
-            let mut segs = self.segments.write();
+        let first_base = {
+            let segs = self.segments.read();
             let count = count.min(segs.len().saturating_sub(1));
-            segs.drain(..count).collect()
+            if count == 0 {
+                return Ok(0);
+            }
+            segs[count].base
         };
-        if removed.is_empty() {
-            return Ok(0);
-        }
-        let first_base = self.segments.read()[0].base;
+        // The new start is made durable before any file goes: a power cut may keep a
+        // later removal and lose an earlier one, and recovery tells such a leftover
+        // (wholly below the durable start) from a segment whose tail was lost.
         if first_base > self.log_start_offset() {
             self.set_start_offset(first_base)?;
         }
+        self.io.sync_dir(&self.dir).map_err(io_err(&self.dir))?;
+        let removed: Vec<Arc<Segment>> = {
+            let mut segs = self.segments.write();
+            let count = segs.partition_point(|s| s.base < first_base);
+            segs.drain(..count).collect()
+        };
         self.unsynced.lock().retain(|s| s.base >= first_base);
         for s in &removed {
             tracing::debug!(segment = %s.log_path.display(), "deleting old segment");

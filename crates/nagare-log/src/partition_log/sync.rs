@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{io_err, PartitionLog, CLEAN_SHUTDOWN_FILE};
+use super::{io_err, PartitionLog, CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_FILE};
 use crate::segment::Segment;
 use crate::storage::OpenMode;
 use crate::LogError;
@@ -44,6 +44,12 @@ impl PartitionLog {
         if let Some(seg) = active {
             seg.sync_data(self.max_batch())
                 .map_err(io_err(&seg.log_path))?;
+            // Every segment before the active one is now fsynced: after a roll, move the
+            // recovery point so an unclean restart checks only from here.
+            if seg.base > self.recovery_point.load(Ordering::Acquire) {
+                self.write_offset_file(RECOVERY_POINT_FILE, seg.base)?;
+                self.recovery_point.store(seg.base, Ordering::Release);
+            }
         }
         self.flushed.fetch_max(end, Ordering::AcqRel);
         Ok(())

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{io_err, PartitionLog, Published, Writer};
+use super::{io_err, PartitionLog, Published, Writer, RECOVERY_POINT_FILE};
 use crate::segment::Segment;
 use crate::LogError;
 
@@ -42,6 +42,7 @@ impl PartitionLog {
             return self.truncate_fully(&mut w, new_end);
         }
         let seg = segs[i].clone();
+        self.lower_recovery_point(seg.base)?;
         self.publish(Published {
             end_offset: new_end,
             active_base: seg.base,
@@ -74,6 +75,7 @@ impl PartitionLog {
     /// Deletes every segment and starts an empty log at `offset`.
     fn truncate_fully(&self, w: &mut Writer, offset: i64) -> Result<(), LogError> {
         let offset = offset.max(0);
+        self.lower_recovery_point(offset)?;
         let old: Vec<Arc<Segment>> = std::mem::take(&mut *self.segments.write());
         for s in &old {
             s.delete_files();
@@ -92,6 +94,15 @@ impl PartitionLog {
             active_size: 0,
         });
         self.flushed.fetch_min(offset, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Segments from `base` on will be rewritten, so an unclean restart must check them.
+    fn lower_recovery_point(&self, base: i64) -> Result<(), LogError> {
+        if base < self.recovery_point.load(Ordering::Acquire) {
+            self.write_offset_file(RECOVERY_POINT_FILE, base)?;
+            self.recovery_point.store(base, Ordering::Release);
+        }
         Ok(())
     }
 }
