@@ -33,6 +33,11 @@ pub struct Config {
     pub outbound_buffer_bytes: usize,
     /// Frames buffered in one transaction at most.
     pub max_transaction_frames: usize,
+    /// Bytes of replies waiting in one temp queue (written to its owner's socket not yet).
+    /// A reply beyond it is dropped, logged and counted in
+    /// `nagare_rejected_total{protocol="stomp",reason="temp_queue_full"}`: a requester that
+    /// never reads must not block the responder, which serves everyone else too.
+    pub temp_queue_max_bytes: usize,
 }
 
 impl Default for Config {
@@ -51,6 +56,7 @@ impl Default for Config {
             max_prefetch: 65_536,
             outbound_buffer_bytes: 8 * 1024 * 1024,
             max_transaction_frames: 10_000,
+            temp_queue_max_bytes: 4 * 1024 * 1024,
         }
     }
 }

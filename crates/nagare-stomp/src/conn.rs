@@ -77,10 +77,7 @@ pub(crate) async fn handle(stream: TcpStream, shared: Arc<Shared>) {
                 break 'conn;
             }
             if let Some(e) = bad {
-                let e = StompError::from(e);
-                session
-                    .send_error(&e.to_string(), &e.to_string(), None)
-                    .await;
+                session.reject(&StompError::from(e), None).await;
                 break 'conn;
             }
             if session.connected && !was_connected {
@@ -121,9 +118,7 @@ async fn run_frames(session: &mut Session, frames: &mut Vec<Frame>) -> bool {
         if let Err(e) = run_frame(session, frame, &mut pending).await {
             // Appends before the bad frame still happen and get their receipts.
             flush(session, &mut pending).await;
-            session
-                .send_error(&e.to_string(), &e.to_string(), receipt.as_deref())
-                .await;
+            session.reject(&e, receipt.as_deref()).await;
             ok = false;
         }
         if session.closing {
@@ -217,11 +212,7 @@ async fn flush(session: &Session, pending: &mut Option<Append>) -> bool {
         }
         Err(e) => {
             session
-                .send_error(
-                    &e.to_string(),
-                    &e.to_string(),
-                    append.receipts.first().map(String::as_str),
-                )
+                .reject(&e, append.receipts.first().map(String::as_str))
                 .await;
             false
         }

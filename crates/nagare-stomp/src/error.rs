@@ -35,11 +35,39 @@ pub enum StompError {
     Protocol(String),
     #[error(transparent)]
     Dest(#[from] crate::dest::DestError),
+    /// A SEND larger than its topic's record limit, quoted in STOMP's terms.
+    #[error(
+        "message body of {body} bytes exceeds the limit of {limit} bytes (max.message.bytes \
+         of topic {topic}; with its headers the message takes {size} bytes as a record)"
+    )]
+    TooLarge {
+        body: usize,
+        size: usize,
+        limit: usize,
+        topic: String,
+    },
     #[error("broker error: {0}")]
     Core(#[from] nagare_core::CoreError),
 }
 
 impl StompError {
+    /// The `reason` label of `nagare_rejected_total{protocol="stomp"}`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            StompError::Frame(FrameError::TooLarge { .. })
+            | StompError::Frame(FrameError::TooManyHeaders { .. })
+            | StompError::Frame(FrameError::HeaderTooLong { .. }) => "frame_too_large",
+            StompError::Frame(_) => "malformed_frame",
+            StompError::Protocol(_) => "protocol",
+            StompError::Dest(_) => "bad_destination",
+            StompError::TooLarge { .. }
+            | StompError::Core(nagare_core::CoreError::MessageTooLarge { .. }) => {
+                "message_too_large"
+            }
+            StompError::Core(_) => "broker_error",
+        }
+    }
+
     pub fn protocol(msg: impl Into<String>) -> StompError {
         StompError::Protocol(msg.into())
     }

@@ -14,6 +14,7 @@ use tokio::task::JoinHandle;
 use crate::config::Config;
 use crate::dest::Dest;
 use crate::encode::FrameWriter;
+use crate::error::StompError;
 use crate::frame::{Command, Frame, Version};
 use crate::temp::TempQueues;
 use crate::writer::ConnOut;
@@ -140,6 +141,18 @@ impl Session {
         w.header("content-type", "text/plain");
         w.body(detail.as_bytes(), true);
         self.out.send(buf.freeze()).await;
+    }
+
+    /// Refuses a frame visibly: a log line with the reason, the counter
+    /// `nagare_rejected_total{protocol="stomp",reason}`, and an ERROR (with `receipt-id`
+    /// if the frame asked for a receipt).
+    pub async fn reject(&self, error: &StompError, receipt: Option<&str>) {
+        let reason = error.reason();
+        tracing::warn!(conn = self.id(), reason, %error, "stomp frame rejected");
+        metrics::counter!("nagare_rejected_total", "protocol" => "stomp", "reason" => reason)
+            .increment(1);
+        let text = error.to_string();
+        self.send_error(&text, &text, receipt).await;
     }
 
     /// Ends everything the connection owns: queue consumers (their unacknowledged messages

@@ -2,9 +2,12 @@
 //! others through the `/reply-queue/<id>` their `reply-to` was rewritten to.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use bytes::Bytes;
 use parking_lot::RwLock;
+use tokio::sync::Semaphore;
 
 use crate::message::MessageHead;
 use crate::writer::ConnOut;
@@ -14,6 +17,52 @@ use crate::writer::ConnOut;
 pub(crate) struct TempTarget {
     pub out: ConnOut,
     pub head: RwLock<MessageHead>,
+    /// Bytes of replies queued for the owner and not yet written.
+    budget: Arc<Semaphore>,
+    budget_max: usize,
+    /// Set while replies are being dropped (one log line per overflow, not per reply).
+    full: AtomicBool,
+}
+
+impl TempTarget {
+    pub fn new(out: ConnOut, head: MessageHead, max_bytes: usize) -> TempTarget {
+        let budget_max = max_bytes.clamp(1024, u32::MAX as usize / 2);
+        TempTarget {
+            out,
+            head: RwLock::new(head),
+            budget: Arc::new(Semaphore::new(budget_max)),
+            budget_max,
+            full: AtomicBool::new(false),
+        }
+    }
+
+    /// Hands an encoded MESSAGE to the owner without ever waiting: when the owner has
+    /// left `temp_queue_max_bytes` unread, the reply is dropped (logged and counted), as
+    /// the sender is typically a responder serving many requesters.
+    pub fn deliver(&self, frame: Bytes) {
+        let n = frame.len().clamp(1, self.budget_max) as u32;
+        match self.budget.clone().try_acquire_many_owned(n) {
+            Ok(permit) => {
+                self.full.store(false, Ordering::Relaxed);
+                self.out.send_within(frame, permit);
+            }
+            Err(_) => {
+                metrics::counter!(
+                    "nagare_rejected_total",
+                    "protocol" => "stomp",
+                    "reason" => "temp_queue_full"
+                )
+                .increment(1);
+                if !self.full.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        temp_queue = %self.head.read().destination,
+                        limit = self.budget_max,
+                        "temp queue full (its owner is not reading): dropping replies to it"
+                    );
+                }
+            }
+        }
+    }
 }
 
 #[derive(Default)]

@@ -135,6 +135,21 @@ impl ConnOut {
         self.enqueue(Out::Frame(bytes, Some(permit)))
     }
 
+    /// Sends bytes already paid for by `permit` (a temp queue's own budget): never waits;
+    /// the permit is returned once they are written. False once the connection is gone.
+    pub fn send_within(&self, bytes: Bytes, permit: OwnedSemaphorePermit) -> bool {
+        if self.tx.is_closed() {
+            return false;
+        }
+        match self
+            .socket
+            .try_direct(bytes, &self.tx, |rest| Out::Frame(rest, None))
+        {
+            Ok(()) => true,
+            Err(untouched) => self.enqueue(Out::Frame(untouched, Some(permit))),
+        }
+    }
+
     /// Sends queue messages (already bounded by prefetch credit). Returns true when they
     /// were written at once and `auto_acks` asked to settle them on write: the caller
     /// settles them.

@@ -212,3 +212,30 @@ def test_illegal_destination_names_are_refused_not_merged(nagare):
     good.collector.receipt("m")
     assert [f.body for f in good.collector.take(1)] == ["mine"]
     good.collector.none_within(0.3)
+
+
+def test_send_over_the_record_limit_gets_an_error_quoting_it(nagare):
+    import urllib.request
+
+    q = f"big-{uuid.uuid4().hex[:8]}"
+    r = Raw(nagare.stomp)
+    r.connect()
+    body = b"x" * 1_100_000  # over the default max.message.bytes (1 MiB + 12)
+    r.send(f"SEND\ndestination:/queue/{q}\nreceipt:big\ncontent-length:{len(body)}\n\n".encode()
+           + body + b"\0")
+    cmd, h, text = r.frame()
+    assert cmd == "ERROR" and h["receipt-id"] == "big", h
+    assert (f"message body of 1100000 bytes exceeds the limit of 1048588 bytes "
+            f"(max.message.bytes of topic queue.{q}") in text.decode(), text
+    assert r.closed()
+    # Small messages to the same queue still go in, batched within the limit.
+    c = connect(nagare)
+    c.subscribe(f"/queue/{q}", id="1")
+    for i in range(30):
+        c.send(f"/queue/{q}", "y" * 100_000, headers={"n": str(i)})
+    got = c.collector.take(30, timeout=20)
+    assert [f.headers["n"] for f in got] == [str(i) for i in range(30)]
+    text = urllib.request.urlopen(f"http://{nagare.http}/metrics", timeout=10).read().decode()
+    line = [l for l in text.splitlines() if l.startswith("nagare_rejected_total")
+            and 'protocol="stomp"' in l and 'reason="message_too_large"' in l]
+    assert line and float(line[0].split()[-1]) >= 1, text

@@ -374,3 +374,53 @@ def test_receipted_queue_sends_survive_a_crash(nagare):
     c = connect(nagare)
     c.subscribe(dest, id="1")
     assert [f.body for f in c.collector.take(50)] == [str(i) for i in range(50)]
+
+
+def test_temp_queue_nobody_reads_does_not_block_the_responder(nagare):
+    """A requester that never reads its temp queue: replies beyond the temp queue's cap are
+    dropped and counted; the responder and another RPC pair keep going; memory stays flat."""
+    import socket
+    import urllib.request
+
+    import stomp
+
+    service = f"/queue/rpc-{uid()}"
+    server = connect(nagare)
+    big = "r" * 65536
+
+    class Responder(stomp.ConnectionListener):
+        def on_message(self, frame):
+            body = big if frame.headers.get("big") else str(int(frame.body) + 1)
+            server.send(frame.headers["reply-to"], body,
+                        headers={"correlation-id": frame.headers["correlation-id"]})
+
+    server.set_listener("r", Responder())
+    server.subscribe(service, id="rpc", ack="auto", headers={"prefetch-count": "50"},
+                     receipt="s")
+    server.collector.receipt("s")
+
+    lazy = socket.create_connection(nagare.stomp)
+    lazy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    lazy.sendall(b"CONNECT\naccept-version:1.2\nhost:/\n\n\0")
+    n_lazy = 600  # ~40 MB of replies, far beyond the temp queue's 4 MiB
+    lazy.sendall(b"".join(
+        f"SEND\ndestination:{service}\nreply-to:/temp-queue/never\ncorrelation-id:l{i}\n"
+        f"big:1\n\n{i}\0".encode() for i in range(n_lazy)))
+
+    client = connect(nagare)
+    for round_ in range(5):
+        for i in range(100):
+            client.send(service, str(i), headers={"reply-to": "/temp-queue/replies",
+                                                  "correlation-id": f"c{round_}-{i}"})
+        got = client.collector.take(100, timeout=20)
+        assert sorted(int(f.body) for f in got) == list(range(1, 101))
+    assert server.is_connected()
+
+    text = urllib.request.urlopen(f"http://{nagare.http}/metrics", timeout=10).read().decode()
+    dropped = [l for l in text.splitlines() if l.startswith("nagare_rejected_total")
+               and 'reason="temp_queue_full"' in l]
+    assert dropped and float(dropped[0].split()[-1]) > 0, text
+    with open(f"/proc/{nagare.proc.pid}/status") as f:
+        rss_kb = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+    assert rss_kb < 400 * 1024, rss_kb  # a generous bound: the replies are not kept
+    lazy.close()

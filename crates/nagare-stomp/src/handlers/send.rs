@@ -8,8 +8,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use nagare_core::log::batch::NewRecord;
 use nagare_core::queues::Queue;
-use nagare_core::{AckLevel, Partition};
-use parking_lot::RwLock;
+use nagare_core::{AckLevel, CoreError, Partition};
 
 use crate::dest::Dest;
 use crate::error::StompError;
@@ -33,6 +32,26 @@ impl Target {
             _ => false,
         }
     }
+
+    fn partition(&self) -> &Arc<Partition> {
+        match self {
+            Target::Queue(q) => q.partition(),
+            Target::Partition(p) => p,
+        }
+    }
+}
+
+/// Bytes of a record batch's header.
+const BATCH_OVERHEAD: usize = 61;
+
+/// The most bytes `r` can take inside a batch: every varint counted at its widest.
+fn record_bound(r: &NewRecord) -> usize {
+    40 + r.key.as_ref().map_or(0, |k| k.len())
+        + r.value.as_ref().map_or(0, |v| v.len())
+        + r.headers
+            .iter()
+            .map(|(k, v)| 10 + k.len() + v.as_ref().map_or(0, |v| v.len()))
+            .sum::<usize>()
 }
 
 /// Records waiting to be appended, with the receipts owed once they are.
@@ -41,14 +60,31 @@ pub(crate) struct Append {
     pub records: Vec<NewRecord>,
     pub durable: bool,
     pub receipts: Vec<String>,
+    /// Upper bound of the batch's size: SENDs are merged only while it stays within the
+    /// topic's `max.message.bytes`, so only a single SEND can ever be too large.
+    bound: usize,
 }
 
 impl Append {
-    /// Adds `other` if it goes to the same place; gives it back otherwise.
+    fn new(target: Target, record: NewRecord, durable: bool, receipt: Option<String>) -> Append {
+        Append {
+            bound: BATCH_OVERHEAD + record_bound(&record),
+            target,
+            records: vec![record],
+            durable,
+            receipts: receipt.into_iter().collect(),
+        }
+    }
+
+    /// Adds `other` if it goes to the same place and the batch stays within the record
+    /// limit; gives it back otherwise.
     pub fn merge(&mut self, other: Append) -> Option<Append> {
-        if !self.target.same_as(&other.target) {
+        let bound = self.bound + other.bound - BATCH_OVERHEAD;
+        let limit = self.target.partition().max_message_bytes() as usize;
+        if !self.target.same_as(&other.target) || bound > limit {
             return Some(other);
         }
+        self.bound = bound;
         self.records.extend(other.records);
         self.durable |= other.durable;
         self.receipts.extend(other.receipts);
@@ -57,20 +93,31 @@ impl Append {
 
     /// Appends; a receipt to a queue waits until the records are durable.
     pub async fn run(&self) -> Result<(), StompError> {
-        match &self.target {
+        let res = match &self.target {
             Target::Queue(q) => {
                 let ack = if self.durable {
                     AckLevel::Durable
                 } else {
                     AckLevel::Leader
                 };
-                q.publish(&self.records, ack).await?;
+                q.publish(&self.records, ack).await
             }
-            Target::Partition(p) => {
-                p.append_records(&self.records, AckLevel::Leader).await?;
-            }
+            Target::Partition(p) => p.append_records(&self.records, AckLevel::Leader).await,
+        };
+        match res {
+            Ok(_) => Ok(()),
+            Err(CoreError::MessageTooLarge { size, limit }) => Err(StompError::TooLarge {
+                body: self
+                    .records
+                    .iter()
+                    .map(|r| r.value.as_ref().map_or(0, |v| v.len()))
+                    .sum(),
+                size,
+                limit,
+                topic: self.target.partition().topic().to_string(),
+            }),
+            Err(e) => Err(e.into()),
         }
-        Ok(())
     }
 }
 
@@ -90,25 +137,27 @@ impl Session {
             Dest::TempQueue(name) => {
                 let id = self.ensure_temp(&name);
                 if let Some(t) = self.shared.temp.get(&id) {
-                    self.deliver_temp(&t, &headers, &frame.body).await;
+                    self.deliver_temp(&t, &headers, &frame.body);
                 }
                 Ok(None)
             }
             Dest::ReplyQueue(id) => {
                 match self.shared.temp.get(&id) {
-                    Some(t) => self.deliver_temp(&t, &headers, &frame.body).await,
+                    Some(t) => self.deliver_temp(&t, &headers, &frame.body),
                     None => tracing::debug!(id, "reply to a temp queue that no longer exists"),
                 }
                 Ok(None)
             }
             Dest::Queue(name) => {
                 let queue = self.shared.queues.queue(&name)?;
-                Ok(Some(Append {
-                    target: Target::Queue(queue),
-                    records: vec![to_record(&headers, frame.body)],
-                    durable: receipt.is_some(),
-                    receipts: receipt.into_iter().collect(),
-                }))
+                let durable = receipt.is_some();
+                let record = to_record(&headers, frame.body);
+                Ok(Some(Append::new(
+                    Target::Queue(queue),
+                    record,
+                    durable,
+                    receipt,
+                )))
             }
             Dest::Topic(name) => {
                 let topic = self.shared.broker.topic_or_create(&name)?;
@@ -118,12 +167,13 @@ impl Session {
                     None => self.next_message_id() % n,
                 };
                 let partition = topic.partition(index as i32)?;
-                Ok(Some(Append {
-                    target: Target::Partition(partition),
-                    records: vec![to_record(&headers, frame.body)],
-                    durable: false,
-                    receipts: receipt.into_iter().collect(),
-                }))
+                let record = to_record(&headers, frame.body);
+                Ok(Some(Append::new(
+                    Target::Partition(partition),
+                    record,
+                    false,
+                    receipt,
+                )))
             }
         }
     }
@@ -165,24 +215,24 @@ impl Session {
         };
         self.shared.temp.insert(
             id.clone(),
-            Arc::new(TempTarget {
-                out: self.out.clone(),
-                head: RwLock::new(head),
-            }),
+            Arc::new(TempTarget::new(
+                self.out.clone(),
+                head,
+                self.shared.config.temp_queue_max_bytes,
+            )),
         );
         self.temps.insert(name.to_string(), id.clone());
         id
     }
 
-    async fn deliver_temp(&self, target: &TempTarget, headers: &[(String, String)], body: &Bytes) {
+    fn deliver_temp(&self, target: &TempTarget, headers: &[(String, String)], body: &Bytes) {
         let mut buf = BytesMut::with_capacity(256 + body.len());
         let id = format!("t-{}", self.next_message_id());
         target
             .head
             .read()
             .encode_frame(&mut buf, &id, headers, body);
-        // Waits only if the owner's outbound budget is full (backpressure on this sender).
-        target.out.send(buf.freeze()).await;
+        target.deliver(buf.freeze());
     }
 }
 
@@ -234,4 +284,38 @@ fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nagare_core::log::batch::build_batch;
+
+    #[test]
+    fn record_bound_is_never_below_the_encoded_size() {
+        let records = [
+            NewRecord::default(),
+            NewRecord {
+                key: Some(Bytes::from_static(b"k")),
+                value: Some(Bytes::from(vec![7u8; 300_000])),
+                headers: vec![("h".into(), Some(Bytes::from(vec![1u8; 200])))],
+                timestamp: i64::MAX,
+            },
+            to_record(
+                &[
+                    ("destination".into(), "/queue/q".into()),
+                    ("a".into(), "b".repeat(1000)),
+                    (KEY_HEADER.into(), "key".into()),
+                ],
+                Bytes::from_static(b"body"),
+            ),
+        ];
+        for r in &records {
+            let one = build_batch(std::slice::from_ref(r)).len();
+            assert!(one <= BATCH_OVERHEAD + record_bound(r), "{one}");
+        }
+        let all = build_batch(&records).len();
+        let bound: usize = records.iter().map(record_bound).sum();
+        assert!(all <= BATCH_OVERHEAD + bound);
+    }
 }
