@@ -6,6 +6,10 @@
 //! Produce requests, which may overlap: each appends as soon as it is started (in request
 //! order), and their waits for the fsync that acks=all calls for run together, so the
 //! in-flight requests of one producer share group commits instead of paying one fsync each.
+//!
+//! Every request holds memory from the listener's request pool (`memory_pool.rs`) from
+//! the moment its size is read until it is answered; while the pool is short the
+//! connection reads nothing.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,6 +25,7 @@ use tokio::sync::watch;
 
 use crate::codec::{self, RequestError};
 use crate::handlers::{self, api_versions};
+use crate::memory_pool::{Lease, TooLargeForPool};
 use crate::output::OutQueue;
 use crate::{KafkaError, KafkaState, Reply};
 
@@ -52,18 +57,37 @@ pub async fn run(
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = OutQueue::default();
     let mut inflight: FuturesOrdered<Pending> = FuturesOrdered::new();
+    // Request-pool memory for the frame at the front of `inbuf`, taken once its size is
+    // known and before its body is read; it travels with the request until the answer.
+    let mut lease: Option<Lease> = None;
     loop {
-        // Start every complete request in the buffer.
+        // Start every complete request in the buffer that memory is granted for.
         while inflight.len() < MAX_PIPELINE {
-            let frame = match codec::next_frame(&mut inbuf, limit) {
-                Ok(Some(frame)) => frame,
+            let size = match codec::peek_frame_size(&inbuf, limit) {
+                Ok(Some(size)) => size,
                 Ok(None) => break,
                 Err(e) => {
                     finish(&mut inflight, &mut out, &mut stream).await?;
                     return Err(refused(e));
                 }
             };
-            let (pending, overlaps) = start(&state, frame);
+            if lease.is_none() {
+                match state.request_pool.try_lease(size) {
+                    Ok(Some(granted)) => lease = Some(granted),
+                    // The pool is short: wait for memory below, reading nothing more.
+                    Ok(None) => break,
+                    Err(e) => {
+                        finish(&mut inflight, &mut out, &mut stream).await?;
+                        return Err(refused_by_pool(e));
+                    }
+                }
+            }
+            let frame = match codec::next_frame(&mut inbuf, limit) {
+                Ok(Some(frame)) => frame,
+                // The body is still arriving (its size was checked above).
+                _ => break,
+            };
+            let (pending, overlaps) = start(&state, frame, lease.take());
             if !overlaps {
                 // Everything but Produce runs alone, after what came before it.
                 finish(&mut inflight, &mut out, &mut stream).await?;
@@ -81,12 +105,18 @@ pub async fn run(
         if !out.is_empty() {
             out.flush(&mut stream).await?;
         }
-        let need = match codec::peek_frame_size(&inbuf, limit) {
-            Ok(Some(size)) => (4 + size).saturating_sub(inbuf.len()),
-            _ => READ_CHUNK,
+        let front = codec::peek_frame_size(&inbuf, limit).ok().flatten();
+        let need = match front {
+            Some(size) => (4 + size).saturating_sub(inbuf.len()),
+            None => READ_CHUNK,
         };
-        inbuf.reserve(need.clamp(READ_CHUNK, MAX_RESERVE));
-        let can_read = inflight.len() < MAX_PIPELINE;
+        // A known request without memory: wait for the pool instead of reading, so the
+        // client is slowed down by TCP rather than the broker's heap growing.
+        let wanted = front.filter(|_| lease.is_none());
+        let can_read = inflight.len() < MAX_PIPELINE && wanted.is_none();
+        if can_read {
+            inbuf.reserve(need.clamp(READ_CHUNK, MAX_RESERVE));
+        }
         tokio::select! {
             Some(answer) = inflight.next(), if !inflight.is_empty() => {
                 let mut result = queue(answer, &mut out);
@@ -99,6 +129,9 @@ pub async fn run(
                 }
                 out.flush(&mut stream).await?;
                 result?;
+            }
+            granted = state.request_pool.lease(wanted.unwrap_or(0)), if wanted.is_some() => {
+                lease = Some(granted.map_err(refused_by_pool)?);
             }
             read = stream.read_buf(&mut inbuf), if can_read => {
                 if read? == 0 {
@@ -132,8 +165,9 @@ fn queue(answer: Answer, out: &mut OutQueue) -> Result<(), KafkaError> {
     Ok(())
 }
 
-/// Starts one request frame; returns it and whether it may overlap other Produce requests.
-fn start(state: &Arc<KafkaState>, frame: Bytes) -> (Pending, bool) {
+/// Starts one request frame holding `lease` until it is answered; returns it and whether
+/// it may overlap other Produce requests.
+fn start(state: &Arc<KafkaState>, frame: Bytes, lease: Option<Lease>) -> (Pending, bool) {
     let ready = |correlation_id, header_v1, reply| -> Pending {
         Box::pin(std::future::ready(Answer {
             correlation_id,
@@ -166,6 +200,8 @@ fn start(state: &Arc<KafkaState>, frame: Bytes) -> (Pending, bool) {
     let call = (handler.call)(state.clone(), req);
     let key = handler.key;
     let pending: Pending = Box::pin(call.map(move |reply| {
+        // Answered: the request's memory goes back to the pool.
+        drop(lease);
         if let Err(e) = &reply {
             tracing::warn!(api = ?key, error = %e, "kafka request failed; closing connection");
         }
@@ -176,6 +212,15 @@ fn start(state: &Arc<KafkaState>, frame: Bytes) -> (Pending, bool) {
         }
     }));
     (pending, overlaps)
+}
+
+fn refused_by_pool(e: TooLargeForPool) -> KafkaError {
+    // As Kafka does, a request that could never fit is refused by closing the connection.
+    tracing::warn!(error = %e, "refusing kafka request; closing connection");
+    KafkaError::TooLarge {
+        size: e.size,
+        limit: e.capacity,
+    }
 }
 
 fn refused(e: RequestError) -> KafkaError {

@@ -13,6 +13,7 @@ pub mod errors;
 pub mod fuzzing;
 mod guard;
 mod handlers;
+mod memory_pool;
 mod output;
 mod state;
 
@@ -36,6 +37,10 @@ pub struct Config {
     /// Largest request accepted (Kafka's `socket.request.max.bytes`); a bigger one closes
     /// the connection before anything is allocated for it.
     pub max_request_bytes: u32,
+    /// Most bytes of requests read but not yet answered, over all connections (Kafka's
+    /// `queued.max.request.bytes`). Past it, connections stop reading until requests are
+    /// answered; a single request larger than this closes its connection.
+    pub queued_max_request_bytes: u64,
     /// Most bytes of responses buffered before they are written out.
     pub max_pending_response_bytes: u32,
     /// Longest a fetch may wait for data, whatever the client asks (milliseconds).
@@ -67,6 +72,7 @@ impl Default for Config {
         Config {
             advertise: None,
             max_request_bytes: 100 * 1024 * 1024,
+            queued_max_request_bytes: 100 * 1024 * 1024,
             max_pending_response_bytes: 1024 * 1024,
             max_fetch_wait_ms: 30_000,
             max_fetch_bytes: 64 * 1024 * 1024,

@@ -7,6 +7,7 @@ use nagare_core::producers::Producers;
 use nagare_core::{Broker, CoreError};
 use tokio::net::TcpListener;
 
+use crate::memory_pool::RequestPool;
 use crate::Config;
 
 /// Shared per-listener state, handed to every handler as `Arc<KafkaState>`.
@@ -20,6 +21,8 @@ pub struct KafkaState {
     pub producers: Arc<Producers>,
     /// Consumer groups and committed offsets (the coordinator is this broker).
     pub groups: Arc<GroupCoordinator>,
+    /// Memory for requests read but not yet answered, shared by every connection.
+    pub request_pool: RequestPool,
     /// Host and port given to clients in Metadata, FindCoordinator, DescribeCluster.
     pub advertised_host: String,
     pub advertised_port: i32,
@@ -47,6 +50,7 @@ impl KafkaState {
         let groups = GroupCoordinator::open(&broker, config.group_config())?;
         Ok(KafkaState {
             broker,
+            request_pool: RequestPool::new(config.queued_max_request_bytes),
             config,
             producers,
             groups,
