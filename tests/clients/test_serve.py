@@ -1,9 +1,12 @@
 """The `nagare serve` contract: listeners, /healthz, clean shutdown, restart."""
 
+import os
 import socket
 import subprocess
 import time
 import urllib.request
+
+import pytest
 
 from conftest import BIN
 
@@ -126,3 +129,51 @@ def test_data_dir_that_is_a_file_is_a_clear_error(tmp_path):
     assert r.returncode != 0
     assert str(f) in r.stderr and "not a directory" in r.stderr, r.stderr
     assert f.read_text() == "keep me\n"
+
+
+BAD_CONFIGS = [
+    ("no_such_setting = 1\n", "unknown key `no_such_setting` in the top level"),
+    ("[forward]\nsharedkey = \"secret\"\n",
+     "unknown key `sharedkey` in [forward]; did you mean `shared_key`?"),
+    ("[topics]\nretention_msec = 5\n",
+     "unknown key `retention_msec` in [topics]; did you mean `retention_ms`?"),
+    ("[kafka]\nmax_request_byte = 5\n",
+     "unknown key `max_request_byte` in [kafka]; did you mean `max_request_bytes`?"),
+    ("[stomp]\nheartbeat = 5\n", "unknown key `heartbeat` in [stomp]; did you mean `heartbeat_ms`?"),
+    ("[http]\nlisen = \"127.0.0.1:0\"\n", "unknown key `lisen` in [http]; did you mean `listen`?"),
+    ("[[forward.route]]\nmatch = \"a.**\"\n[[forward.route]]\nmatch = \"app.**\"\ntopik = \"t\"\n",
+     "unknown key `topik` in [[forward.route]] #2 (\"app.**\"); did you mean `topic`?"),
+    ("[[forward.route]]\nmatch = \"app.{x\"\n",
+     "invalid `match` in [[forward.route]] #1 (match = \"app.{x\")"),
+    ("[[forward.route]]\nmatch = \"app.**\"\ntopic = \"bad name\"\n",
+     "invalid `topic` in [[forward.route]] #1 (match = \"app.**\")"),
+    ("[topics]\nflush = \"sometimes\"\n", "expected acks, never, always or interval:<ms>"),
+    ("[kafka]\nlisten = \"127.0.0.1:1\"\n[stomp]\nlisten = \"127.0.0.1:1\"\n",
+     "[kafka] and [stomp] both listen on 127.0.0.1:1"),
+    ("[kafka]\nlisten = \"not an address\"\n", "invalid value for `listen` in [kafka]"),
+]
+
+
+@pytest.mark.parametrize("text,message", BAD_CONFIGS, ids=[m.split(" in ")[0][:40] for _, m in BAD_CONFIGS])
+def test_bad_config_exits_before_touching_anything(tmp_path, text, message):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(text)
+    data = tmp_path / "data"
+    # Fixed ports from the config (or these) would be bound if validation came too late;
+    # port 1 cannot be bound without privileges, so a bind attempt would change the error.
+    r = subprocess.run([BIN, "serve", "--config", str(cfg), "--data-dir", str(data)],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode != 0
+    assert message in r.stderr, r.stderr
+    # Said once, not once per cause.
+    assert r.stderr.count(message) == 1, r.stderr
+    assert not data.exists()
+    assert "listener on" not in r.stderr and "ready" not in r.stderr
+
+
+def test_unknown_nagare_variable_is_warned_about(nagare_factory):
+    n = nagare_factory(env={"NAGARE_KAFKA_LISTN": "127.0.0.1:1"})
+    time.sleep(0.2)
+    log = n.read_log()
+    assert "NAGARE_KAFKA_LISTN names no setting" in log, log
+    assert "did you mean NAGARE_KAFKA_LISTEN?" in log, log

@@ -28,14 +28,21 @@ pub enum TopicFlush {
 impl std::str::FromStr for TopicFlush {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim() {
-            "acks" | "default" => Ok(TopicFlush::Acks),
-            other => match other.parse::<FlushPolicy>()? {
-                FlushPolicy::Never => Ok(TopicFlush::Never),
-                FlushPolicy::Always => Ok(TopicFlush::Always),
-                FlushPolicy::Interval(d) => Ok(TopicFlush::Interval(d.as_millis() as u64)),
-            },
+        let s = s.trim();
+        if s == "acks" || s == "default" {
+            return Ok(TopicFlush::Acks);
         }
+        // The log knows every policy but `acks`; name them all when none matches.
+        if !matches!(s, "never" | "always") && !s.starts_with("interval:") {
+            return Err(format!(
+                "unknown flush policy {s:?} (expected acks, never, always or interval:<ms>)"
+            ));
+        }
+        Ok(match s.parse::<FlushPolicy>()? {
+            FlushPolicy::Never => TopicFlush::Never,
+            FlushPolicy::Always => TopicFlush::Always,
+            FlushPolicy::Interval(d) => TopicFlush::Interval(d.as_millis() as u64),
+        })
     }
 }
 

@@ -42,7 +42,7 @@ pub enum Format {
 
 /// One `[[forward.route]]`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Route {
     /// Fluentd match pattern(s): `*`, `**`, `{a,b}`, space-separated alternatives.
     #[serde(rename = "match")]
@@ -56,7 +56,7 @@ pub struct Route {
 
 /// One `[[forward.user]]` for the handshake's user authentication.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct User {
     pub username: String,
     pub password: String,
@@ -64,7 +64,7 @@ pub struct User {
 
 /// Settings of the forward listener.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// `[[forward.route]]` tables, first match wins.
     #[serde(rename = "route")]

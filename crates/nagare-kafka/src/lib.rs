@@ -30,7 +30,7 @@ pub use state::KafkaState;
 
 /// Settings of the kafka listener (the `[kafka]` table of nagare.toml).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// host:port given to clients in Metadata responses (default: the listen address).
     pub advertise: Option<String>,

@@ -5,7 +5,7 @@ use crate::decode::Limits;
 /// Settings of the STOMP listener (the `[stomp]` table of nagare.toml; every field is
 /// also `NAGARE_STOMP_<FIELD>`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// Largest frame accepted (headers and body).
     pub max_frame_bytes: usize,

@@ -10,6 +10,7 @@ use nagare_core::{BrokerConfig, TopicConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::ServeArgs;
+use crate::config_check::{self, strict};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -114,16 +115,83 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// Builds the settings from every source, in precedence order.
-    pub fn load(args: &ServeArgs) -> anyhow::Result<Settings> {
+    /// Builds the settings from every source, in precedence order, and checks them all
+    /// (see [`crate::config_check`]). Also returns warnings to log once logging is up:
+    /// `NAGARE_*` variables that name no setting.
+    pub fn load(args: &ServeArgs) -> anyhow::Result<(Settings, Vec<String>)> {
         let mut tree = toml::Value::try_from(Settings::default())?;
         if let Some(path) = &args.config {
-            merge(&mut tree, read_file(path)?);
+            let file = read_file(path)?;
+            Settings::from_tree(merged(&tree, file.clone()))
+                .with_context(|| format!("invalid config file {}", path.display()))?;
+            merge(&mut tree, file);
         }
-        apply_env(&mut tree, "NAGARE", std::env::vars())?;
-        let mut s: Settings = tree.try_into().context("invalid settings")?;
+        let unknown_env = apply_env(&mut tree, "NAGARE", std::env::vars())?;
+        let mut s = Settings::from_tree(tree).context("invalid settings")?;
         s.apply_flags(args);
-        Ok(s)
+        s.validate()?;
+        Ok((s, unknown_env))
+    }
+
+    /// The settings of a merged tree, rejecting unknown keys in every section.
+    fn from_tree(tree: toml::Value) -> anyhow::Result<Settings> {
+        for section in ["kafka", "stomp", "forward"] {
+            let Some(toml::Value::Table(table)) = tree.get(section) else {
+                continue;
+            };
+            let mut table = table.clone();
+            table.remove("listen");
+            let table = toml::Value::Table(table);
+            match section {
+                "kafka" => drop(strict::<nagare_kafka::Config>(table, section, &["listen"])?),
+                "stomp" => drop(strict::<nagare_stomp::Config>(table, section, &["listen"])?),
+                _ => drop(strict::<nagare_forward::Config>(
+                    table,
+                    section,
+                    &["listen"],
+                )?),
+            }
+        }
+        let defaults = toml::Value::try_from(TopicConfig::default())?;
+        if let Some(topics) = tree.get("topics") {
+            config_check::keys_within(topics, &defaults, "topics")?;
+        }
+        strict::<Settings>(tree, "", &[])
+    }
+
+    /// Checks across keys, done before anything is opened or bound.
+    fn validate(&self) -> anyhow::Result<()> {
+        let routes = &self.forward.protocol.routes;
+        for (i, route) in routes.iter().enumerate() {
+            if let Err(e) = nagare_forward::route::Router::new(
+                std::slice::from_ref(route),
+                self.forward.protocol.default_format,
+            ) {
+                let key = match e {
+                    nagare_forward::route::PatternError::Topic(..) => "topic",
+                    _ => "match",
+                };
+                bail!(
+                    "invalid `{key}` in [[forward.route]] #{} (match = {:?}): {e}",
+                    i + 1,
+                    route.pattern
+                );
+            }
+        }
+        let listeners = [
+            ("kafka", self.kafka.listen),
+            ("stomp", self.stomp.listen),
+            ("forward", self.forward.listen),
+            ("http", self.http.listen),
+        ];
+        for (i, (a, addr_a)) in listeners.iter().enumerate() {
+            for (b, addr_b) in &listeners[i + 1..] {
+                if addr_a.port() != 0 && addr_a == addr_b {
+                    bail!("[{a}] and [{b}] both listen on {addr_a}; give each its own address");
+                }
+            }
+        }
+        Ok(())
     }
 
     fn apply_flags(&mut self, a: &ServeArgs) {
@@ -176,6 +244,12 @@ fn read_file(path: &Path) -> anyhow::Result<toml::Value> {
     Ok(value)
 }
 
+fn merged(base: &toml::Value, over: toml::Value) -> toml::Value {
+    let mut tree = base.clone();
+    merge(&mut tree, over);
+    tree
+}
+
 /// Deep-merges `over` into `base`: tables merge key by key, anything else replaces.
 fn merge(base: &mut toml::Value, over: toml::Value) {
     match (base, over) {
@@ -193,16 +267,43 @@ fn merge(base: &mut toml::Value, over: toml::Value) {
     }
 }
 
+/// Variables read by the command line itself rather than the settings tree.
+const ENV_OUTSIDE_TREE: &[&str] = &["NAGARE_CONFIG", "NAGARE_LOG"];
+
 /// Sets every scalar leaf whose variable `PREFIX_<PATH>` is present. Values are read as
 /// TOML literals of the leaf's type, so `NAGARE_KAFKA_LISTEN=127.0.0.1:1` and
-/// `NAGARE_AUTO_CREATE_TOPICS=false` both work.
+/// `NAGARE_AUTO_CREATE_TOPICS=false` both work. Returns a warning for each `PREFIX_*`
+/// variable that names no setting (a typo would otherwise be ignored in silence).
 fn apply_env(
     tree: &mut toml::Value,
     prefix: &str,
     vars: impl IntoIterator<Item = (String, String)>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<String>> {
     let vars: std::collections::HashMap<String, String> = vars.into_iter().collect();
-    walk(tree, prefix, &vars)
+    // An unset optional setting is absent from the tree; give it its slot.
+    if let (Some(v), Some(toml::Value::Table(kafka))) = (
+        vars.get(&format!("{prefix}_KAFKA_ADVERTISE")),
+        tree.get_mut("kafka"),
+    ) {
+        kafka
+            .entry("advertise")
+            .or_insert_with(|| toml::Value::String(v.clone()));
+    }
+    let mut known: Vec<String> = ENV_OUTSIDE_TREE.iter().map(|s| s.to_string()).collect();
+    walk(tree, prefix, &vars, &mut known)?;
+    let start = format!("{prefix}_");
+    let mut warnings: Vec<String> = vars
+        .keys()
+        .filter(|k| k.starts_with(&start) && !known.contains(k))
+        .map(|k| {
+            let hint = config_check::nearest(k, known.iter().map(String::as_str))
+                .map(|n| format!("; did you mean {n}?"))
+                .unwrap_or_default();
+            format!("environment variable {k} names no setting and is ignored{hint}")
+        })
+        .collect();
+    warnings.sort();
+    Ok(warnings)
 }
 
 fn env_name(prefix: &str, key: &str) -> String {
@@ -216,6 +317,7 @@ fn walk(
     node: &mut toml::Value,
     name: &str,
     vars: &std::collections::HashMap<String, String>,
+    known: &mut Vec<String>,
 ) -> anyhow::Result<()> {
     let toml::Value::Table(table) = node else {
         return Ok(());
@@ -223,13 +325,14 @@ fn walk(
     for (key, value) in table.iter_mut() {
         let var = env_name(name, key);
         match value {
-            toml::Value::Table(_) => walk(value, &var, vars)?,
+            toml::Value::Table(_) => walk(value, &var, vars, known)?,
             toml::Value::Array(_) => {}
             leaf => {
                 if let Some(raw) = vars.get(&var) {
                     *leaf = parse_like(leaf, raw)
                         .with_context(|| format!("environment variable {var}={raw:?}"))?;
                 }
+                known.push(var);
             }
         }
     }
@@ -265,7 +368,7 @@ mod tests {
             env.iter().map(|(k, v)| (k.to_string(), v.to_string())),
         )
         .unwrap();
-        let mut s: Settings = tree.try_into().unwrap();
+        let mut s = Settings::from_tree(tree).unwrap();
         s.apply_flags(&args);
         s
     }
@@ -316,6 +419,116 @@ mod tests {
         let text = include_str!("../../../nagare.toml");
         let mut tree = toml::Value::try_from(Settings::default()).unwrap();
         merge(&mut tree, toml::from_str(text).unwrap());
-        let _: Settings = tree.try_into().unwrap();
+        Settings::from_tree(tree).unwrap().validate().unwrap();
+    }
+
+    fn file_error(text: &str) -> String {
+        let tree = merged(
+            &toml::Value::try_from(Settings::default()).unwrap(),
+            toml::from_str(text).unwrap(),
+        );
+        match Settings::from_tree(tree).and_then(|s| s.validate()) {
+            Ok(()) => panic!("accepted {text:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_in_every_section() {
+        for (text, want) in [
+            ("sharedkey = 1", "unknown key `sharedkey` in the top level"),
+            (
+                "[topics]\nretention_msec = 1",
+                "unknown key `retention_msec` in [topics]; did you mean `retention_ms`?",
+            ),
+            (
+                "[kafka]\nadvertize = \"h:1\"",
+                "unknown key `advertize` in [kafka]; did you mean `advertise`?",
+            ),
+            (
+                "[stomp]\nlogin_name = \"x\"",
+                "unknown key `login_name` in [stomp]",
+            ),
+            (
+                "[forward]\nsharedkey = \"s\"",
+                "unknown key `sharedkey` in [forward]; did you mean `shared_key`?",
+            ),
+            (
+                "[http]\nlisen = \"127.0.0.1:1\"",
+                "unknown key `lisen` in [http]; did you mean `listen`?",
+            ),
+            (
+                "[[forward.route]]\nmatch = \"a.**\"\ntopik = \"t\"",
+                "unknown key `topik` in [[forward.route]] #1 (\"a.**\"); did you mean `topic`?",
+            ),
+        ] {
+            let got = file_error(text);
+            assert!(got.starts_with(want), "{text:?}: {got}");
+        }
+    }
+
+    #[test]
+    fn a_bad_route_names_route_and_key() {
+        let got =
+            file_error("[[forward.route]]\nmatch = \"a.*\"\n[[forward.route]]\nmatch = \"{x\"\n");
+        assert!(
+            got.starts_with("invalid `match` in [[forward.route]] #2 (match = \"{x\")"),
+            "{got}"
+        );
+        let got = file_error("[[forward.route]]\nmatch = \"a.*\"\ntopic = \"bad name\"\n");
+        assert!(
+            got.starts_with("invalid `topic` in [[forward.route]] #1"),
+            "{got}"
+        );
+    }
+
+    #[test]
+    fn the_flush_error_lists_every_policy() {
+        let got = file_error("[topics]\nflush = \"sometimes\"");
+        assert!(
+            got.contains("acks, never, always or interval:<ms>"),
+            "{got}"
+        );
+        assert!(got.contains("`flush` in [topics]"), "{got}");
+    }
+
+    #[test]
+    fn two_listeners_on_one_address_are_refused() {
+        let got = file_error(
+            "[kafka]\nlisten = \"127.0.0.1:7000\"\n[stomp]\nlisten = \"127.0.0.1:7000\"",
+        );
+        assert!(
+            got.contains("[kafka] and [stomp] both listen on 127.0.0.1:7000"),
+            "{got}"
+        );
+    }
+
+    #[test]
+    fn unknown_nagare_variables_are_reported() {
+        let mut tree = toml::Value::try_from(Settings::default()).unwrap();
+        let warnings = apply_env(
+            &mut tree,
+            "NAGARE",
+            [
+                ("NAGARE_KAFKA_LISTN".to_string(), "x".to_string()),
+                ("NAGARE_LOG".to_string(), "info".to_string()),
+            ],
+        )
+        .unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("did you mean NAGARE_KAFKA_LISTEN?"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn kafka_advertise_comes_from_the_environment() {
+        let s = load_with(
+            None,
+            &[("NAGARE_KAFKA_ADVERTISE", "h:1")],
+            ServeArgs::default(),
+        );
+        assert_eq!(s.kafka.protocol.advertise.as_deref(), Some("h:1"));
     }
 }

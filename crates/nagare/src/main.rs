@@ -5,6 +5,7 @@ mod bench;
 mod cli;
 mod client_cmds;
 mod config;
+mod config_check;
 mod http;
 mod serve;
 mod topic_cmd;

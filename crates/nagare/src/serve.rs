@@ -15,8 +15,11 @@ use crate::cli::ServeArgs;
 use crate::config::Settings;
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let settings = Settings::load(&args)?;
+    let (settings, warnings) = Settings::load(&args)?;
     init_tracing(&settings.log);
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("nagare")
