@@ -144,10 +144,17 @@ impl Broker {
             partitions: partitions.unwrap_or(self.config.default_partitions.max(1)),
             config,
         };
-        let topic = Arc::new(open_topic(&self.config.data_dir, name, &stored)?);
+        let name_arc: Arc<str> = name.into();
+        let partitions =
+            self.create_partition_logs(&name_arc, 0..stored.partitions, &stored.config)?;
         let (store, state) = &mut *admin;
-        state.topics.insert(name.to_string(), stored);
-        store.save(state)?;
+        state.topics.insert(name.to_string(), stored.clone());
+        if let Err(e) = store.save(state) {
+            state.topics.remove(name);
+            self.remove_created(name, &partitions, &e);
+            return Err(e);
+        }
+        let topic = Arc::new(Topic::new(name, stored.id, stored.config, partitions));
         self.topics.write().insert(name.to_string(), topic.clone());
         tracing::info!(topic = name, partitions = topic.partition_count(), id = %topic.id(), "topic created");
         Ok(topic)
@@ -197,22 +204,73 @@ impl Broker {
             return Ok(());
         }
         let config = topic.config();
-        let mut added = Vec::new();
-        for index in current..total {
-            added.push(Arc::new(open_partition(
-                &self.config.data_dir,
-                topic.name_arc(),
-                index as i32,
-                &config,
-            )?));
-        }
-        topic.partitions.write().extend(added);
+        let added = self.create_partition_logs(&topic.name_arc(), current..total, &config)?;
         let (store, state) = &mut *admin;
         if let Some(t) = state.topics.get_mut(name) {
             t.partitions = total;
         }
-        store.save(state)?;
+        if let Err(e) = store.save(state) {
+            if let Some(t) = state.topics.get_mut(name) {
+                t.partitions = current;
+            }
+            self.remove_created(name, &added, &e);
+            return Err(e);
+        }
+        topic.partitions.write().extend(added);
         Ok(())
+    }
+
+    /// Creates the logs of partitions `indexes` of topic `name`. All or nothing: when one
+    /// fails (disk full, too many files, a name taken by something else), the directories
+    /// this call created are removed again and the reason is logged, so a failed
+    /// request leaves nothing behind. Directories that existed before are left alone.
+    fn create_partition_logs(
+        &self,
+        name: &Arc<str>,
+        indexes: std::ops::Range<u32>,
+        config: &TopicConfig,
+    ) -> Result<Vec<Arc<Partition>>, CoreError> {
+        let mut created = Vec::with_capacity(indexes.len());
+        let mut new_dirs = Vec::new();
+        for index in indexes {
+            let dir = partition_dir(&self.config.data_dir, name, index as i32);
+            let existed = dir.exists();
+            match open_partition(&self.config.data_dir, name.clone(), index as i32, config) {
+                Ok(p) => {
+                    created.push(Arc::new(p));
+                    if !existed {
+                        new_dirs.push(dir);
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(
+                        topic = &**name,
+                        partition = index,
+                        created = created.len(),
+                        error = %e,
+                        "creating partitions failed; removing the ones created"
+                    );
+                    drop(created);
+                    remove_dirs(&new_dirs);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(created)
+    }
+
+    /// Undoes [`create_partition_logs`](Self::create_partition_logs) after a later step
+    /// failed.
+    fn remove_created(&self, name: &str, partitions: &[Arc<Partition>], why: &CoreError) {
+        tracing::error!(topic = name, error = %why, "storing the topic registry failed; removing the new partitions");
+        let dirs: Vec<_> = partitions
+            .iter()
+            .map(|p| {
+                let _ = p.log().close();
+                partition_dir(&self.config.data_dir, name, p.index())
+            })
+            .collect();
+        remove_dirs(&dirs);
     }
 
     /// Replaces a topic's settings (Kafka AlterConfigs); applies to open partitions at once
@@ -337,6 +395,14 @@ fn open_partition(
         config.flush,
         config.max_message_bytes,
     ))
+}
+
+fn remove_dirs(dirs: &[PathBuf]) {
+    for dir in dirs {
+        if let Err(e) = std::fs::remove_dir_all(dir) {
+            tracing::warn!(dir = %dir.display(), error = %e, "could not remove partition directory");
+        }
+    }
 }
 
 /// Kafka prints cluster ids as 22 characters of URL-safe base64 of a UUID.

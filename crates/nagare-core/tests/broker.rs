@@ -196,3 +196,36 @@ async fn internal_logs_are_not_topics() {
         .create_topic("__nagare_x", None, TopicConfig::default())
         .is_err());
 }
+
+/// A creation that fails part-way (here: a file sits where partition 3's directory
+/// goes) removes every directory it made and leaves the registry as it was; so does a
+/// CreatePartitions that fails part-way.
+#[test]
+fn failed_creation_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let broker = Broker::open(config(data)).unwrap();
+    std::fs::write(data.join("t-3"), b"not a partition").unwrap();
+    assert!(broker
+        .create_topic("t", Some(6), TopicConfig::default())
+        .is_err());
+    assert!(broker.topic("t").is_none());
+    for i in [0, 1, 2, 4, 5] {
+        assert!(!data.join(format!("t-{i}")).exists(), "t-{i} left behind");
+    }
+    assert!(data.join("t-3").is_file(), "what was there before stays");
+
+    std::fs::remove_file(data.join("t-3")).unwrap();
+    broker
+        .create_topic("t", Some(2), TopicConfig::default())
+        .unwrap();
+    std::fs::write(data.join("t-4"), b"in the way").unwrap();
+    assert!(broker.create_partitions("t", 6, false).is_err());
+    assert_eq!(broker.topic("t").unwrap().partition_count(), 2);
+    assert!(!data.join("t-2").exists() && !data.join("t-3").exists());
+    broker.shutdown().unwrap();
+    drop(broker);
+
+    let broker = Broker::open(config(data)).unwrap();
+    assert_eq!(broker.topic("t").unwrap().partition_count(), 2);
+}
