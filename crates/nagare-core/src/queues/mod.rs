@@ -36,11 +36,14 @@ const COMPACT_EVERY: usize = 20_000;
 pub const TOPIC_PREFIX: &str = "queue.";
 
 /// Acknowledgement state of one queue: everything below `floor` is acknowledged, and so
-/// is every offset in `above`.
+/// is every offset in `above`. Every offset below `delivered` has been handed to a
+/// consumer at least once, so after a restart an unacknowledged one there goes out
+/// again flagged as redelivered (it may have been processed before the crash).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct AckState {
     pub floor: i64,
     pub above: BTreeSet<i64>,
+    pub delivered: i64,
 }
 
 impl AckState {
@@ -68,6 +71,8 @@ pub struct Queues {
     replayed: Mutex<HashMap<String, AckState>>,
     /// Acknowledgements not yet written to the internal log, batched by the persister.
     pending: Mutex<Vec<(Arc<str>, i64)>>,
+    /// Per queue, the delivered-up-to mark not yet written (only the latest counts).
+    pending_delivered: Mutex<HashMap<Arc<str>, i64>>,
     wake: Notify,
 }
 
@@ -83,6 +88,7 @@ impl Queues {
             queues: Mutex::new(HashMap::new()),
             replayed: Mutex::new(replayed),
             pending: Mutex::new(Vec::new()),
+            pending_delivered: Mutex::new(HashMap::new()),
             wake: Notify::new(),
         });
         queues.compact()?;
@@ -149,16 +155,36 @@ impl Queues {
         self.wake.notify_one();
     }
 
+    /// Notes that `queue` has delivered everything below `mark` at least once. Written
+    /// with the next batch of acknowledgements (within milliseconds, to the page cache):
+    /// cheap enough for every delivery, and what lets a restart flag in-flight messages
+    /// as redelivered.
+    pub(crate) fn record_delivered(&self, queue: &Arc<str>, mark: i64) {
+        let mut p = self.pending_delivered.lock();
+        let m = p.entry(queue.clone()).or_insert(mark);
+        *m = (*m).max(mark);
+        drop(p);
+        self.wake.notify_one();
+    }
+
     fn take_pending(&self) -> Vec<NewRecord> {
+        let delivered = std::mem::take(&mut *self.pending_delivered.lock());
         let pending = std::mem::take(&mut *self.pending.lock());
         let mut by_queue: HashMap<Arc<str>, Vec<i64>> = HashMap::new();
         for (q, o) in pending {
             by_queue.entry(q).or_default().push(o);
         }
         let now = now_ms();
-        by_queue
+        // Marks first: a replay then never sees an acknowledgement of a message it does
+        // not know was delivered.
+        delivered
             .into_iter()
-            .map(|(q, offsets)| StateOp::Acked(offsets).to_record(&q, now))
+            .map(|(q, mark)| StateOp::Delivered(mark).to_record(&q, now))
+            .chain(
+                by_queue
+                    .into_iter()
+                    .map(|(q, offsets)| StateOp::Acked(offsets).to_record(&q, now)),
+            )
             .collect()
     }
 

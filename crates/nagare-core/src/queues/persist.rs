@@ -1,6 +1,7 @@
-//! Records of the queue state log: key = queue name, value = JSON, either a batch of newly
-//! acknowledged offsets or a snapshot of the whole state (written when the log is
-//! compacted on start). Offsets are stored as inclusive ranges to stay small.
+//! Records of the queue state log: key = queue name, value = JSON: a batch of newly
+//! acknowledged offsets, a new delivered-up-to mark, or a snapshot of the whole state
+//! (written when the log is compacted). Offsets are stored as inclusive ranges to stay
+//! small. Logs written before the delivered mark existed read as "nothing delivered".
 
 use bytes::Bytes;
 use nagare_log::batch::{NewRecord, Record};
@@ -11,6 +12,8 @@ use super::AckState;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum StateOp {
     Acked(Vec<i64>),
+    /// Everything below this offset has been delivered at least once.
+    Delivered(i64),
     Snapshot(AckState),
 }
 
@@ -18,7 +21,13 @@ pub(crate) enum StateOp {
 #[serde(rename_all = "snake_case")]
 enum Stored {
     Acked(Vec<(i64, i64)>),
-    Snapshot { floor: i64, above: Vec<(i64, i64)> },
+    Delivered(i64),
+    Snapshot {
+        floor: i64,
+        above: Vec<(i64, i64)>,
+        #[serde(default)]
+        delivered: i64,
+    },
 }
 
 impl StateOp {
@@ -29,9 +38,11 @@ impl StateOp {
                 sorted.sort_unstable();
                 Stored::Acked(ranges(sorted))
             }
+            StateOp::Delivered(mark) => Stored::Delivered(*mark),
             StateOp::Snapshot(s) => Stored::Snapshot {
                 floor: s.floor,
                 above: ranges(s.above.iter().copied()),
+                delivered: s.delivered,
             },
         };
         NewRecord {
@@ -48,9 +59,15 @@ impl StateOp {
         let stored: Stored = serde_json::from_slice(r.value.as_deref()?).ok()?;
         let op = match stored {
             Stored::Acked(rs) => StateOp::Acked(expand(&rs)?),
-            Stored::Snapshot { floor, above } => StateOp::Snapshot(AckState {
+            Stored::Delivered(mark) => StateOp::Delivered(mark),
+            Stored::Snapshot {
+                floor,
+                above,
+                delivered,
+            } => StateOp::Snapshot(AckState {
                 floor,
                 above: expand(&above)?.into_iter().collect(),
+                delivered,
             }),
         };
         Some((queue, op))
@@ -59,6 +76,7 @@ impl StateOp {
     pub fn apply(self, state: &mut AckState) {
         match self {
             StateOp::Acked(offsets) => offsets.into_iter().for_each(|o| state.ack(o)),
+            StateOp::Delivered(mark) => state.delivered = state.delivered.max(mark),
             StateOp::Snapshot(s) => *state = s,
         }
     }
@@ -88,6 +106,22 @@ fn expand(rs: &[(i64, i64)]) -> Option<Vec<i64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snapshots_without_a_delivered_mark_still_read() {
+        let r = nagare_log::batch::Record {
+            offset: 0,
+            timestamp: 0,
+            key: Some(Bytes::from_static(b"q")),
+            value: Some(Bytes::from_static(br#"{"snapshot":{"floor":3,"above":[[5,6]]}}"#)),
+            headers: Vec::new(),
+        };
+        let Some((q, StateOp::Snapshot(s))) = StateOp::from_record(&r) else {
+            panic!("unreadable");
+        };
+        assert_eq!(q, "q");
+        assert_eq!((s.floor, s.above.len(), s.delivered), (3, 2, 0));
+    }
 
     #[test]
     fn ranges_round_trip() {

@@ -159,7 +159,8 @@ impl Queue {
                         value: r.value.clone(),
                         headers: r.headers.clone(),
                     };
-                    st.ready.insert(offset, (Arc::new(record), false));
+                    let again = offset < st.acks.delivered;
+                    st.ready.insert(offset, (Arc::new(record), again));
                 }
                 st.next_read = info.last_offset + 1;
             }
@@ -328,6 +329,18 @@ impl Queue {
                 redelivered,
             });
         }
+        let mark = rounds
+            .iter()
+            .flatten()
+            .map(|d| d.offset + 1)
+            .max()
+            .unwrap_or(0);
+        if mark > st.acks.delivered {
+            st.acks.delivered = mark;
+            if let Some(q) = self.queues.upgrade() {
+                q.record_delivered(&self.name, mark);
+            }
+        }
         let mut settled = Vec::new();
         for (k, batch) in rounds.into_iter().enumerate() {
             if batch.is_empty() {
@@ -371,7 +384,10 @@ impl Queue {
                 add_gap(&mut gaps, expect, r.offset);
                 expect = r.offset + 1;
                 if !st.acks.is_acked(r.offset) {
-                    st.ready.insert(r.offset, (Arc::new(r), false));
+                    // Delivered before a restart and never acknowledged: it may have been
+                    // processed, so it goes out flagged.
+                    let again = r.offset < st.acks.delivered;
+                    st.ready.insert(r.offset, (Arc::new(r), again));
                 }
             }
             add_gap(&mut gaps, expect, read.next_offset);

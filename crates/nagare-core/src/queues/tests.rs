@@ -120,6 +120,41 @@ async fn acknowledgements_survive_a_restart() {
     assert_eq!(vals, vec!["2", "4"]);
 }
 
+/// Messages delivered and not acknowledged when the broker dies come back flagged as
+/// redelivered; messages never delivered before do not.
+#[tokio::test]
+async fn in_flight_messages_at_a_crash_are_redelivered_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (_broker, queues) = open(dir.path());
+        let q = queues.queue("jobs").unwrap();
+        publish(&q, &["1", "2", "3", "4", "5"]).await;
+        let a = Arc::new(Collect::default());
+        let ca = q.subscribe(a.clone(), 3);
+        assert_eq!(a.take().len(), 3);
+        q.ack(ca, 0, false);
+        assert_eq!(a.take().len(), 1, "credit from the ack delivers one more");
+        // Written with the acknowledgements, as the persister does within milliseconds.
+        queues.flush().await.unwrap();
+        // No shutdown, no unsubscribe: the process dies here.
+    }
+    let (_broker, queues) = open(dir.path());
+    let q = queues.queue("jobs").unwrap();
+    publish(&q, &["6"]).await;
+    let a = Arc::new(Collect::default());
+    q.subscribe(a.clone(), 10);
+    assert_eq!(
+        a.take(),
+        vec![
+            ("2".to_string(), true),
+            ("3".to_string(), true),
+            ("4".to_string(), true),
+            ("5".to_string(), false),
+            ("6".to_string(), false),
+        ]
+    );
+}
+
 #[test]
 fn ack_state_floor_moves_over_contiguous_acks() {
     let mut s = AckState::default();
