@@ -7,6 +7,7 @@ use nagare_log::PartitionLog;
 use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
+use crate::blocking::off_runtime;
 use crate::topic_store::{StoredState, StoredTopic, TopicStore};
 use crate::{
     validate_topic_name, BrokerConfig, CoreError, DataDirLock, Partition, Topic, TopicConfig,
@@ -130,7 +131,18 @@ impl Broker {
     }
 
     /// Creates a topic with `partitions` (default: `default_partitions`) and settings.
+    /// Blocking: creates directories and files and fsyncs the registry (safe to call from
+    /// async code, see [`off_runtime`]).
     pub fn create_topic(
+        &self,
+        name: &str,
+        partitions: Option<u32>,
+        config: TopicConfig,
+    ) -> Result<Arc<Topic>, CoreError> {
+        off_runtime(|| self.create_topic_now(name, partitions, config))
+    }
+
+    fn create_topic_now(
         &self,
         name: &str,
         partitions: Option<u32>,
@@ -161,8 +173,12 @@ impl Broker {
     }
 
     /// Deletes a topic and its data. Readers holding a partition keep their open files
-    /// until they let go.
+    /// until they let go. Blocking: removes directories and fsyncs the registry.
     pub fn delete_topic(&self, name: &str) -> Result<(), CoreError> {
+        off_runtime(|| self.delete_topic_now(name))
+    }
+
+    fn delete_topic_now(&self, name: &str) -> Result<(), CoreError> {
         self.check_open()?;
         let mut admin = self.admin.lock();
         let topic = self
@@ -184,8 +200,18 @@ impl Broker {
         Ok(())
     }
 
-    /// Grows a topic to `total` partitions (Kafka CreatePartitions).
+    /// Grows a topic to `total` partitions (Kafka CreatePartitions). Blocking, like
+    /// [`create_topic`](Self::create_topic).
     pub fn create_partitions(
+        &self,
+        name: &str,
+        total: u32,
+        validate_only: bool,
+    ) -> Result<(), CoreError> {
+        off_runtime(|| self.create_partitions_now(name, total, validate_only))
+    }
+
+    fn create_partitions_now(
         &self,
         name: &str,
         total: u32,
@@ -275,7 +301,12 @@ impl Broker {
 
     /// Replaces a topic's settings (Kafka AlterConfigs); applies to open partitions at once
     /// for the flush policy and size limit, to new segments for the rest.
+    /// Blocking: fsyncs the registry.
     pub fn update_topic_config(&self, name: &str, config: TopicConfig) -> Result<(), CoreError> {
+        off_runtime(|| self.update_topic_config_now(name, config))
+    }
+
+    fn update_topic_config_now(&self, name: &str, config: TopicConfig) -> Result<(), CoreError> {
         self.check_open()?;
         let mut admin = self.admin.lock();
         let topic = self
@@ -294,7 +325,12 @@ impl Broker {
 
     /// An internal single-partition log at `DATA/__nagare_<name>-0` (committed offsets,
     /// queue state, producer ids). Not listed as a topic; opened once and shared.
+    /// Blocking the first time (opens and recovers the log).
     pub fn internal_log(&self, name: &str) -> Result<Arc<Partition>, CoreError> {
+        off_runtime(|| self.internal_log_now(name))
+    }
+
+    fn internal_log_now(&self, name: &str) -> Result<Arc<Partition>, CoreError> {
         let mut internal = self.internal.lock();
         if let Some(p) = internal.get(name) {
             return Ok(p.clone());

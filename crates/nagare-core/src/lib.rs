@@ -22,15 +22,23 @@
 //!   (internal-log replay, the producer-sequence rebuild, reading up to 256 MiB), and
 //!   anything else that may read more than a few MiB or wait for the device. These run on
 //!   the blocking pool (`tokio::task::spawn_blocking`) or a thread of their own.
-//! - **How the API says it:** a core method that may block in that sense is synchronous
-//!   and documented as blocking (`Broker::open`, `Broker::create_topic`,
-//!   `Broker::delete_topic`, `Broker::create_partitions`, the `open` of every subsystem);
-//!   async callers run it with `spawn_blocking`. Async core methods never block: their
-//!   fsyncs and rebuilds are already moved to the blocking pool inside
-//!   ([`Partition::sync_to`], the sequence-state rebuild, internal-log compaction).
+//! - **How the API says it:** an async core method never blocks: its fsyncs, rebuilds
+//!   and compactions run on the blocking pool inside ([`Partition::sync_to`], the
+//!   producer-sequence rebuild, queue-state compaction). A synchronous core method that
+//!   may block is documented as blocking (`Broker::create_topic`, `delete_topic`,
+//!   `create_partitions`, `update_topic_config`, `internal_log`, `Broker::open` and the
+//!   `open` of every subsystem) and runs its blocking part through one helper,
+//!   `off_runtime`: on a worker thread of the multi-threaded runtime, the worker first
+//!   hands its other tasks to another thread (`tokio::task::block_in_place`), so it is
+//!   safe to call from a request handler (topic auto-creation from STOMP or forward,
+//!   Kafka CreateTopics/DeleteTopics/CreatePartitions); on the blocking pool or a plain
+//!   thread it just runs. Startup opens subsystems on the blocking pool.
+//! - Queue refills read at most 256 KiB of recent batches under the queue's lock: a
+//!   page-cache read in the common case, allowed by the first rule.
 //! - Locks held across a wait for the disk are the same hazard one level up: no lock of
 //!   the core is held across an fsync except the ones that exist to order fsyncs.
 
+mod blocking;
 mod broker;
 mod config;
 mod data_dir_lock;

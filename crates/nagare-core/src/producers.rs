@@ -41,12 +41,14 @@ impl Producers {
         let log = broker.internal_log("producers")?;
         let mut next = 0i64;
         let mut epochs = HashMap::new();
-        log.replay_records(|r| {
-            if let Some((id, epoch)) = r.value.as_deref().and_then(parse_allocation) {
-                next = next.max(id + 1);
-                epochs.insert(id, epoch);
-            }
-            Ok(())
+        crate::blocking::off_runtime(|| {
+            log.replay_records(|r| {
+                if let Some((id, epoch)) = r.value.as_deref().and_then(parse_allocation) {
+                    next = next.max(id + 1);
+                    epochs.insert(id, epoch);
+                }
+                Ok(())
+            })
         })?;
         tracing::info!(
             producers = epochs.len(),

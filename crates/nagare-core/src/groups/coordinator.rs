@@ -48,7 +48,7 @@ impl GroupCoordinator {
     pub fn open(broker: &Broker, config: GroupConfig) -> Result<Arc<GroupCoordinator>, CoreError> {
         let log = broker.internal_log(OFFSETS_LOG)?;
         let mut groups = Groups::new(config);
-        let replayed = replay(&log, &mut groups)?;
+        let replayed = crate::blocking::off_runtime(|| replay(&log, &mut groups))?;
         tracing::info!(
             records = replayed,
             groups = groups.groups.len(),

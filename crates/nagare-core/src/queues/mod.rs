@@ -81,7 +81,7 @@ impl Queues {
     /// not grow across restarts) and starts the background writer. Needs a tokio runtime.
     pub fn open(broker: Arc<Broker>) -> Result<Arc<Queues>, CoreError> {
         let state_log = broker.internal_log(STATE_LOG)?;
-        let replayed = replay(&state_log)?;
+        let replayed = crate::blocking::off_runtime(|| replay(&state_log))?;
         let queues = Arc::new(Queues {
             broker,
             state_log,
@@ -91,7 +91,7 @@ impl Queues {
             pending_delivered: Mutex::new(HashMap::new()),
             wake: Notify::new(),
         });
-        queues.compact()?;
+        crate::blocking::off_runtime(|| queues.compact())?;
         tokio::spawn(persister(Arc::downgrade(&queues)));
         Ok(queues)
     }

@@ -113,7 +113,9 @@ mod tests {
             offset: 0,
             timestamp: 0,
             key: Some(Bytes::from_static(b"q")),
-            value: Some(Bytes::from_static(br#"{"snapshot":{"floor":3,"above":[[5,6]]}}"#)),
+            value: Some(Bytes::from_static(
+                br#"{"snapshot":{"floor":3,"above":[[5,6]]}}"#,
+            )),
             headers: Vec::new(),
         };
         let Some((q, StateOp::Snapshot(s))) = StateOp::from_record(&r) else {

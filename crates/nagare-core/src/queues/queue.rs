@@ -117,7 +117,8 @@ impl Queue {
         let floor = self.state.lock().acks.floor;
         let p = &self.partition;
         if floor > p.log_start_offset() && floor <= p.log_end_offset() {
-            if let Err(e) = p.log().delete_records_before(floor) {
+            // Removes segment files: blocking.
+            if let Err(e) = crate::blocking::off_runtime(|| p.log().delete_records_before(floor)) {
                 tracing::warn!(queue = %self.name, error = %e, "could not trim acknowledged messages");
             }
         }
