@@ -44,6 +44,7 @@ mod config;
 mod data_dir_lock;
 mod error;
 pub mod groups;
+pub mod internal_log;
 mod maintenance;
 mod partition;
 pub mod producers;

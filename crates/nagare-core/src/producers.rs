@@ -1,16 +1,21 @@
-//! Idempotent producer ids: InitProducerId hands out ids and epochs, persisted in the
-//! internal log `producers` and replayed on open. The sequence numbers of each producer's
-//! batches are checked where batches are appended, by the partition (see
-//! `partition/sequence.rs`).
+//! Idempotent producer ids: InitProducerId hands out ids and epochs, kept in the internal
+//! log `producers` (one record `id:epoch` per allocation, keyed `producer`). The sequence
+//! numbers of each producer's batches are checked where batches are appended, by the
+//! partition (see `partition/sequence.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use nagare_log::batch::NewRecord;
+use nagare_log::batch::{NewRecord, Record};
+use parking_lot::Mutex;
 use thiserror::Error;
 
-use crate::{AckLevel, Broker, CoreError, Partition};
+use crate::internal_log::{InternalLog, InternalLogWriter, InternalOp};
+use crate::{Broker, CoreError};
+
+/// The internal log holding the allocations (`DATA/__nagare_producers-0`).
+pub const PRODUCERS_LOG: &str = "producers";
 
 #[derive(Debug, Error)]
 pub enum ProduceError {
@@ -28,79 +33,118 @@ pub enum ProduceError {
     Core(#[from] CoreError),
 }
 
+/// One allocation: producer `id` now has epoch `epoch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Allocation {
+    pub id: i64,
+    pub epoch: i16,
+}
+
+/// The next id to hand out and the current epoch of every id handed out.
+#[derive(Debug, Clone, Default)]
+pub struct ProducerIds {
+    next: i64,
+    epochs: HashMap<i64, i16>,
+}
+
+impl InternalOp for Allocation {
+    type State = ProducerIds;
+
+    fn encode(&self, timestamp: i64) -> NewRecord {
+        NewRecord {
+            key: Some(Bytes::from_static(b"producer")),
+            value: Some(Bytes::from(format!("{}:{}", self.id, self.epoch))),
+            headers: Vec::new(),
+            timestamp,
+        }
+    }
+
+    fn decode(record: &Record) -> Option<Self> {
+        let (id, epoch) = parse_allocation(record.value.as_deref()?)?;
+        Some(Allocation { id, epoch })
+    }
+
+    fn apply(self, state: &mut ProducerIds) {
+        state.next = state.next.max(self.id + 1);
+        state.epochs.insert(self.id, self.epoch);
+    }
+
+    fn snapshot(state: &ProducerIds) -> Vec<Self> {
+        state
+            .epochs
+            .iter()
+            .map(|(&id, &epoch)| Allocation { id, epoch })
+            .collect()
+    }
+}
+
 /// Producer ids and their current epochs.
 pub struct Producers {
-    log: Arc<Partition>,
-    /// Next producer id to hand out, and the current epoch of every id handed out.
-    ids: tokio::sync::Mutex<(i64, HashMap<i64, i16>)>,
+    log: Arc<InternalLog<Allocation>>,
+    ids: Mutex<ProducerIds>,
 }
 
 impl Producers {
-    /// Opens the internal `producers` log and replays the id allocations in it.
-    pub fn open(broker: &Broker) -> Result<Producers, CoreError> {
-        let log = broker.internal_log("producers")?;
-        let mut next = 0i64;
-        let mut epochs = HashMap::new();
-        crate::blocking::off_runtime(|| {
-            log.replay_records(|r| {
-                if let Some((id, epoch)) = r.value.as_deref().and_then(parse_allocation) {
-                    next = next.max(id + 1);
-                    epochs.insert(id, epoch);
-                }
-                Ok(())
-            })
-        })?;
+    /// Opens the internal `producers` log and replays the allocations in it. Blocking.
+    /// The writer must be run for InitProducerId to complete.
+    pub fn open(broker: &Broker) -> Result<(Producers, InternalLogWriter<Allocation>), CoreError> {
+        let (log, ids, writer) = InternalLog::<Allocation>::open(broker, PRODUCERS_LOG)?;
         tracing::info!(
-            producers = epochs.len(),
-            next_id = next,
+            producers = ids.epochs.len(),
+            next_id = ids.next,
             "producer ids replayed"
         );
-        Ok(Producers {
+        let producers = Producers {
             log,
-            ids: tokio::sync::Mutex::new((next, epochs)),
-        })
+            ids: Mutex::new(ids),
+        };
+        Ok((producers, writer))
     }
 
     /// Kafka InitProducerId for an idempotent producer: a new id at epoch 0, or, when the
     /// producer gives its current id and epoch, the same id with the epoch bumped (which
-    /// fences anything still sending with the old epoch). Persisted before returning.
+    /// fences anything still sending with the old epoch). Stored (fsynced) before
+    /// returning; concurrent calls share the fsync.
     pub async fn init_producer_id(
         &self,
         current: Option<(i64, i16)>,
     ) -> Result<(i64, i16), ProduceError> {
-        let mut ids = self.ids.lock().await;
-        let (id, epoch) = match current {
-            Some((id, epoch)) => match ids.1.get(&id) {
-                Some(&known) if known == epoch => {
-                    if epoch >= i16::MAX - 1 {
-                        (ids.0, 0)
-                    } else {
-                        (id, epoch + 1)
-                    }
-                }
-                Some(&known) if epoch < known => {
-                    return Err(ProduceError::InvalidProducerEpoch {
-                        producer_id: id,
-                        got: epoch,
-                        current: known,
-                    })
-                }
-                _ => return Err(ProduceError::UnknownProducerId(id)),
-            },
-            None => (ids.0, 0),
+        self.log.reserve().await;
+        let (allocation, stored) = {
+            let mut ids = self.ids.lock();
+            let allocation = decide(&ids, current)?;
+            allocation.apply(&mut ids);
+            // Pushed under the lock: the log sees allocations in the order they were made.
+            (allocation, self.log.push([allocation], true))
         };
-        let record = NewRecord {
-            key: Some(Bytes::from_static(b"producer")),
-            value: Some(Bytes::from(format!("{id}:{epoch}"))),
-            headers: Vec::new(),
-            timestamp: now_ms(),
-        };
-        self.log
-            .append_records(&[record], AckLevel::Durable)
-            .await?;
-        ids.0 = ids.0.max(id + 1);
-        ids.1.insert(id, epoch);
-        Ok((id, epoch))
+        stored.stored().await?;
+        Ok((allocation.id, allocation.epoch))
+    }
+}
+
+fn decide(ids: &ProducerIds, current: Option<(i64, i16)>) -> Result<Allocation, ProduceError> {
+    let fresh = Allocation {
+        id: ids.next,
+        epoch: 0,
+    };
+    let Some((id, epoch)) = current else {
+        return Ok(fresh);
+    };
+    match ids.epochs.get(&id) {
+        Some(&known) if known == epoch => Ok(if epoch >= i16::MAX - 1 {
+            fresh
+        } else {
+            Allocation {
+                id,
+                epoch: epoch + 1,
+            }
+        }),
+        Some(&known) if epoch < known => Err(ProduceError::InvalidProducerEpoch {
+            producer_id: id,
+            got: epoch,
+            current: known,
+        }),
+        _ => Err(ProduceError::UnknownProducerId(id)),
     }
 }
 
@@ -108,12 +152,6 @@ fn parse_allocation(v: &[u8]) -> Option<(i64, i16)> {
     let s = std::str::from_utf8(v).ok()?;
     let (id, epoch) = s.split_once(':')?;
     Some((id.parse().ok()?, epoch.parse().ok()?))
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 #[cfg(test)]
@@ -124,5 +162,25 @@ mod tests {
     fn allocation_records_parse() {
         assert_eq!(parse_allocation(b"42:3"), Some((42, 3)));
         assert_eq!(parse_allocation(b"x"), None);
+    }
+
+    #[test]
+    fn epochs_bump_and_fence() {
+        let mut ids = ProducerIds::default();
+        let a = decide(&ids, None).ok().unwrap();
+        assert_eq!((a.id, a.epoch), (0, 0));
+        a.apply(&mut ids);
+        let b = decide(&ids, Some((0, 0))).ok().unwrap();
+        assert_eq!((b.id, b.epoch), (0, 1));
+        b.apply(&mut ids);
+        assert!(matches!(
+            decide(&ids, Some((0, 0))),
+            Err(ProduceError::InvalidProducerEpoch { .. })
+        ));
+        assert!(matches!(
+            decide(&ids, Some((7, 0))),
+            Err(ProduceError::UnknownProducerId(7))
+        ));
+        assert_eq!(decide(&ids, None).ok().map(|a| a.id), Some(1));
     }
 }

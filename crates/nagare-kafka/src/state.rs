@@ -46,7 +46,14 @@ impl KafkaState {
         advertised_host: String,
         advertised_port: i32,
     ) -> Result<KafkaState, CoreError> {
-        let producers = Arc::new(Producers::open(&broker)?);
+        let (producers, writer) = Producers::open(&broker)?;
+        let producers = Arc::new(producers);
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn(writer.run())),
+            // Without a runtime nothing stores allocations: InitProducerId fails rather
+            // than hangs, as the writer (and with it the log's queue) is dropped.
+            Err(_) => tracing::warn!("producer ids opened outside a tokio runtime"),
+        }
         let groups = GroupCoordinator::open(&broker, config.group_config())?;
         Ok(KafkaState {
             broker,

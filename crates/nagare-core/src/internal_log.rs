@@ -1,0 +1,363 @@
+//! The one engine behind the core's internal logs (producer ids, queue state, group
+//! offsets; transactions and share groups next): a single-partition log
+//! `DATA/__nagare_<name>-0` holding a stream of operations on some state.
+//!
+//! - **Replay on open.** [`InternalLog::open`] reads the whole log through
+//!   [`Partition::records_from`] (so it shares that reader's corrupt-batch policy) and
+//!   applies every operation to a fresh state, which it returns. Records this version
+//!   cannot decode are skipped with a warning. Blocking.
+//! - **An ordered, bounded writer.** [`InternalLog::push`] queues operations without
+//!   waiting, in the order of the calls (so a caller holding its own state lock logs
+//!   changes in the order it made them) and returns a [`Ticket`] that resolves once they
+//!   are appended, and fsynced if asked. One background task, [`InternalLogWriter::run`],
+//!   which the opener starts, appends everything queued at that moment as one batch and
+//!   covers every durable waiter with one fsync (group commit). Callers that may wait
+//!   call [`InternalLog::reserve`] first, which waits while more than
+//!   `MAX_QUEUED_OPS` operations are queued.
+//! - **Snapshots.** The writer keeps its own copy of the state. When the log holds more
+//!   than `COMPACT_MIN_RECORDS` records and more than twice as many as a snapshot of
+//!   the state would, it appends the snapshot, fsyncs it, and only then drops every
+//!   record before it; a crash in between replays old records and then the snapshot,
+//!   which gives the same state. The writer checks once when it starts, so a log that
+//!   is mostly history is compacted right after open.
+//!
+//! An operation type says how it is stored and what it does: [`InternalOp`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use nagare_log::batch::{NewRecord, Record};
+use parking_lot::Mutex;
+use tokio::sync::{oneshot, Notify};
+
+use crate::blocking::off_runtime;
+use crate::{AckLevel, Broker, CoreError, Partition};
+
+/// Records per append at most (and per snapshot batch).
+const MAX_RECORDS_PER_APPEND: usize = 4096;
+/// Operations queued beyond which [`InternalLog::reserve`] waits.
+const MAX_QUEUED_OPS: usize = 65_536;
+/// No compaction below this many records in the log...
+const COMPACT_MIN_RECORDS: i64 = 20_000;
+/// ...nor unless the log holds more than this many times the snapshot's records.
+const COMPACT_RATIO: i64 = 2;
+/// How often an idle writer looks whether its log was dropped.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
+
+/// One kind of change of an internal log's state.
+pub trait InternalOp: Sized + Send + 'static {
+    /// What the operations build: replayed on open, snapshotted on compaction.
+    type State: Default + Clone + Send + 'static;
+
+    /// The record storing this operation.
+    fn encode(&self, timestamp: i64) -> NewRecord;
+    /// The operation a stored record holds; `None` for one this version cannot read.
+    fn decode(record: &Record) -> Option<Self>;
+    /// Applies the operation to `state`.
+    fn apply(self, state: &mut Self::State);
+    /// Operations that rebuild `state` from the default one.
+    fn snapshot(state: &Self::State) -> Vec<Self>;
+}
+
+/// Handle to an open internal log: queue operations, wait for them.
+pub struct InternalLog<O: InternalOp> {
+    partition: Arc<Partition>,
+    queue: Mutex<Queued<O>>,
+    /// Wakes the writer.
+    wake: Arc<Notify>,
+    /// The writer is gone (never run, or ended): pushes fail at once instead of waiting.
+    closed: AtomicBool,
+    /// Wakes callers of `reserve` when the queue shrinks.
+    room: Notify,
+}
+
+struct Queued<O> {
+    ops: Vec<O>,
+    waiters: Vec<oneshot::Sender<Result<(), CoreError>>>,
+    durable: bool,
+}
+
+impl<O> Default for Queued<O> {
+    fn default() -> Self {
+        Queued {
+            ops: Vec::new(),
+            waiters: Vec::new(),
+            durable: false,
+        }
+    }
+}
+
+/// Resolves once the operations of one [`InternalLog::push`] are stored.
+#[must_use = "a ticket says when the operations are stored"]
+pub struct Ticket(oneshot::Receiver<Result<(), CoreError>>);
+
+impl Ticket {
+    pub async fn stored(self) -> Result<(), CoreError> {
+        self.0.await.unwrap_or(Err(CoreError::ShuttingDown))
+    }
+}
+
+/// The background task of an internal log; [`run`](Self::run) it on the runtime. It ends
+/// when every [`InternalLog`] handle is dropped.
+#[must_use = "nothing is written to the internal log until the writer runs"]
+pub struct InternalLogWriter<O: InternalOp> {
+    log: Weak<InternalLog<O>>,
+    partition: Arc<Partition>,
+    name: String,
+    state: O::State,
+    /// Records in the log below which a compaction is not worth checking.
+    next_check: i64,
+}
+
+impl<O: InternalOp> InternalLog<O> {
+    /// Opens the internal log `name` and replays it (compacting it when most of it is
+    /// superseded). Blocking. Returns the handle, the replayed state and the writer task
+    /// for the caller to run.
+    pub fn open(
+        broker: &Broker,
+        name: &str,
+    ) -> Result<(Arc<InternalLog<O>>, O::State, InternalLogWriter<O>), CoreError> {
+        let partition = broker.internal_log(name)?;
+        off_runtime(|| {
+            let mut state = O::State::default();
+            let mut skipped = 0usize;
+            partition.replay_records(|r| {
+                match O::decode(&r) {
+                    Some(op) => op.apply(&mut state),
+                    None => skipped += 1,
+                }
+                Ok(())
+            })?;
+            if skipped > 0 {
+                tracing::warn!(
+                    log = name,
+                    skipped,
+                    "skipped unreadable internal log records"
+                );
+            }
+            let log = Arc::new(InternalLog {
+                partition: partition.clone(),
+                queue: Mutex::new(Queued::default()),
+                wake: Arc::new(Notify::new()),
+                closed: AtomicBool::new(false),
+                room: Notify::new(),
+            });
+            let writer = InternalLogWriter {
+                log: Arc::downgrade(&log),
+                partition,
+                name: name.to_string(),
+                state: state.clone(),
+                // The first round looks at once: the replayed log may be mostly history.
+                next_check: 0,
+            };
+            Ok((log, state, writer))
+        })
+    }
+
+    /// Queues `ops` to be appended after everything queued before; never waits. With
+    /// `durable`, the ticket resolves only once they are fsynced.
+    pub fn push(&self, ops: impl IntoIterator<Item = O>, durable: bool) -> Ticket {
+        let (tx, rx) = oneshot::channel();
+        let mut q = self.queue.lock();
+        if self.closed.load(Ordering::Acquire) {
+            let _ = tx.send(Err(CoreError::ShuttingDown));
+            return Ticket(rx);
+        }
+        q.ops.extend(ops);
+        q.waiters.push(tx);
+        q.durable |= durable;
+        drop(q);
+        self.wake.notify_one();
+        Ticket(rx)
+    }
+
+    /// Waits while the writer is far behind (more than `MAX_QUEUED_OPS` queued): what
+    /// keeps the queue bounded for callers that can wait before they push.
+    pub async fn reserve(&self) {
+        loop {
+            let notified = self.room.notified();
+            if self.queue.lock().ops.len() < MAX_QUEUED_OPS {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Waits until everything pushed so far is appended and fsynced (on shutdown).
+    pub async fn flush(&self) -> Result<(), CoreError> {
+        self.push(std::iter::empty(), true).stored().await
+    }
+
+    /// The log's partition (for tests and metrics).
+    pub fn partition(&self) -> &Arc<Partition> {
+        &self.partition
+    }
+}
+
+impl<O: InternalOp> InternalLogWriter<O> {
+    /// Appends queued operations in order until the log handle is dropped; then writes
+    /// what is left.
+    pub async fn run(mut self) {
+        if let Err(e) = self.compact_if_worth_it().await {
+            tracing::warn!(log = %self.name, error = %e, "internal log compaction failed; the log stays as it was");
+        }
+        loop {
+            let Some(log) = self.log.upgrade() else {
+                return;
+            };
+            let taken = {
+                let mut q = log.queue.lock();
+                if q.waiters.is_empty() && q.ops.is_empty() {
+                    None
+                } else {
+                    Some(std::mem::take(&mut *q))
+                }
+            };
+            let Some(Queued {
+                ops,
+                waiters,
+                durable,
+            }) = taken
+            else {
+                let wake = log.wake.clone();
+                let notified = wake.notified();
+                drop(log);
+                // Re-check now and then so that dropping the handle ends the task.
+                let _ = tokio::time::timeout(IDLE_CHECK, notified).await;
+                continue;
+            };
+            log.room.notify_waiters();
+            let result = self.write(ops, durable).await;
+            for w in waiters {
+                let _ = w.send(result.as_ref().map(|_| ()).map_err(CoreError::same));
+            }
+            if let Err(e) = result {
+                tracing::error!(log = %self.name, error = %e, "could not write internal log");
+            }
+            if let Err(e) = self.compact_if_worth_it().await {
+                tracing::warn!(log = %self.name, error = %e, "internal log compaction failed; the log stays as it was");
+            }
+        }
+    }
+
+    /// Appends `ops` (a few batches when there are many) and applies them to the copy of
+    /// the state, then fsyncs once if asked.
+    async fn write(&mut self, ops: Vec<O>, durable: bool) -> Result<(), CoreError> {
+        let now = now_ms();
+        let mut records = Vec::with_capacity(ops.len().min(MAX_RECORDS_PER_APPEND));
+        let mut result = Ok(());
+        let mut end = -1;
+        for op in ops {
+            records.push(op.encode(now));
+            // Applied even if the append fails: the next snapshot stores it again.
+            op.apply(&mut self.state);
+            if records.len() == MAX_RECORDS_PER_APPEND {
+                self.append(&mut records, &mut end, &mut result).await;
+            }
+        }
+        self.append(&mut records, &mut end, &mut result).await;
+        result?;
+        if durable && end >= 0 {
+            self.partition.sync_to(end).await?;
+        } else if durable {
+            self.partition
+                .sync_to(self.partition.log_end_offset())
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn append(
+        &self,
+        records: &mut Vec<NewRecord>,
+        end: &mut i64,
+        result: &mut Result<(), CoreError>,
+    ) {
+        if records.is_empty() {
+            return;
+        }
+        match self
+            .partition
+            .append_records(records, AckLevel::Leader)
+            .await
+        {
+            Ok(info) => *end = (*end).max(info.last_offset + 1),
+            Err(e) => {
+                if result.is_ok() {
+                    *result = Err(e);
+                }
+            }
+        }
+        records.clear();
+    }
+
+    /// Compacts when the log holds more than `COMPACT_MIN_RECORDS` records and more
+    /// than `COMPACT_RATIO` times the snapshot's: appends the snapshot, fsyncs it, and
+    /// only then drops every record before it. Only this task appends to the log, so
+    /// nothing lands between the state snapshotted and its records.
+    async fn compact_if_worth_it(&mut self) -> Result<(), CoreError> {
+        if self.records_in_log() < self.next_check {
+            return Ok(());
+        }
+        let snapshot = O::snapshot(&self.state);
+        let live = snapshot.len() as i64;
+        self.next_check = COMPACT_MIN_RECORDS.max(COMPACT_RATIO * live);
+        if self.records_in_log() <= COMPACT_RATIO * live {
+            return Ok(());
+        }
+        let before = self.partition.log_start_offset();
+        let at = self.partition.log_end_offset();
+        let now = now_ms();
+        let records: Vec<NewRecord> = snapshot.iter().map(|op| op.encode(now)).collect();
+        for chunk in records.chunks(MAX_RECORDS_PER_APPEND) {
+            self.partition
+                .append_records(chunk, AckLevel::Leader)
+                .await?;
+        }
+        self.partition
+            .sync_to(self.partition.log_end_offset())
+            .await?;
+        let partition = self.partition.clone();
+        tokio::task::spawn_blocking(move || {
+            partition
+                .log()
+                .delete_records_before(at)
+                .map_err(|e| partition.core_error(e))?;
+            partition.publish_end_offset();
+            Ok::<(), CoreError>(())
+        })
+        .await
+        .map_err(|_| CoreError::ShuttingDown)??;
+        tracing::info!(log = %self.name, dropped = at - before, live, "internal log compacted");
+        Ok(())
+    }
+
+    fn records_in_log(&self) -> i64 {
+        self.partition.log_end_offset() - self.partition.log_start_offset()
+    }
+}
+
+impl<O: InternalOp> Drop for InternalLogWriter<O> {
+    /// Whatever is still queued will never be written: its waiters are told so, and
+    /// later pushes fail at once.
+    fn drop(&mut self) {
+        if let Some(log) = self.log.upgrade() {
+            let mut q = log.queue.lock();
+            log.closed.store(true, Ordering::Release);
+            for w in std::mem::take(&mut q.waiters) {
+                let _ = w.send(Err(CoreError::ShuttingDown));
+            }
+        }
+    }
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+#[cfg(test)]
+#[path = "internal_log_tests.rs"]
+mod tests;
