@@ -15,11 +15,11 @@
 //!   call [`InternalLog::reserve`] first, which waits while more than
 //!   `MAX_QUEUED_OPS` operations are queued.
 //! - **Snapshots.** The writer keeps its own copy of the state. When the log holds more
-//!   than `COMPACT_MIN_RECORDS` records and more than twice as many as a snapshot of
-//!   the state would, it appends the snapshot, fsyncs it, and only then drops every
-//!   record before it; a crash in between replays old records and then the snapshot,
-//!   which gives the same state. The writer checks once when it starts, so a log that
-//!   is mostly history is compacted right after open.
+//!   than the op type's `COMPACT_MIN_RECORDS` (20,000 unless it says otherwise) and more
+//!   than twice as many records as a snapshot of the state, it appends the snapshot,
+//!   fsyncs it, and only then drops every record before it; a crash in between replays
+//!   old records and then the snapshot, which gives the same state. The writer checks
+//!   once when it starts, so a log that is mostly history is compacted right after open.
 //!
 //! An operation type says how it is stored and what it does: [`InternalOp`].
 
@@ -38,9 +38,8 @@ use crate::{AckLevel, Broker, CoreError, Partition};
 const MAX_RECORDS_PER_APPEND: usize = 4096;
 /// Operations queued beyond which [`InternalLog::reserve`] waits.
 const MAX_QUEUED_OPS: usize = 65_536;
-/// No compaction below this many records in the log...
-const COMPACT_MIN_RECORDS: i64 = 20_000;
-/// ...nor unless the log holds more than this many times the snapshot's records.
+/// Compaction needs the log to hold more than this many times the snapshot's records
+/// (and more than the op type's `COMPACT_MIN_RECORDS`).
 const COMPACT_RATIO: i64 = 2;
 /// How often an idle writer looks whether its log was dropped.
 const IDLE_CHECK: Duration = Duration::from_secs(1);
@@ -49,6 +48,8 @@ const IDLE_CHECK: Duration = Duration::from_secs(1);
 pub trait InternalOp: Sized + Send + 'static {
     /// What the operations build: replayed on open, snapshotted on compaction.
     type State: Default + Clone + Send + 'static;
+    /// No compaction while the log holds fewer records than this (optional).
+    const COMPACT_MIN_RECORDS: i64 = 20_000;
 
     /// The record storing this operation.
     fn encode(&self, timestamp: i64) -> NewRecord;
@@ -59,6 +60,13 @@ pub trait InternalOp: Sized + Send + 'static {
     /// Operations that rebuild `state` from the default one.
     fn snapshot(state: &Self::State) -> Vec<Self>;
 }
+
+/// What [`InternalLog::open`] returns: the handle, the replayed state and the writer.
+pub type Opened<O> = (
+    Arc<InternalLog<O>>,
+    <O as InternalOp>::State,
+    InternalLogWriter<O>,
+);
 
 /// Handle to an open internal log: queue operations, wait for them.
 pub struct InternalLog<O: InternalOp> {
@@ -93,6 +101,13 @@ impl<O> Default for Queued<O> {
 pub struct Ticket(oneshot::Receiver<Result<(), CoreError>>);
 
 impl Ticket {
+    /// A ticket for nothing to store.
+    pub fn ready() -> Ticket {
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(Ok(()));
+        Ticket(rx)
+    }
+
     pub async fn stored(self) -> Result<(), CoreError> {
         self.0.await.unwrap_or(Err(CoreError::ShuttingDown))
     }
@@ -114,10 +129,7 @@ impl<O: InternalOp> InternalLog<O> {
     /// Opens the internal log `name` and replays it (compacting it when most of it is
     /// superseded). Blocking. Returns the handle, the replayed state and the writer task
     /// for the caller to run.
-    pub fn open(
-        broker: &Broker,
-        name: &str,
-    ) -> Result<(Arc<InternalLog<O>>, O::State, InternalLogWriter<O>), CoreError> {
+    pub fn open(broker: &Broker, name: &str) -> Result<Opened<O>, CoreError> {
         let partition = broker.internal_log(name)?;
         off_runtime(|| {
             let mut state = O::State::default();
@@ -302,7 +314,7 @@ impl<O: InternalOp> InternalLogWriter<O> {
         }
         let snapshot = O::snapshot(&self.state);
         let live = snapshot.len() as i64;
-        self.next_check = COMPACT_MIN_RECORDS.max(COMPACT_RATIO * live);
+        self.next_check = O::COMPACT_MIN_RECORDS.max(COMPACT_RATIO * live);
         if self.records_in_log() <= COMPACT_RATIO * live {
             return Ok(());
         }

@@ -79,7 +79,7 @@ async fn operations_come_back_in_order_after_a_restart() {
 #[tokio::test]
 async fn a_log_of_mostly_history_is_compacted_to_a_snapshot() {
     let dir = tempfile::tempdir().unwrap();
-    let total = 3 * COMPACT_MIN_RECORDS;
+    let total = 3 * Set::COMPACT_MIN_RECORDS;
     {
         let b = broker(dir.path());
         let (log, _, writer) = InternalLog::<Set>::open(&b, "test").unwrap();
@@ -95,7 +95,7 @@ async fn a_log_of_mostly_history_is_compacted_to_a_snapshot() {
             .unwrap();
         let p = log.partition().clone();
         assert!(p.log_start_offset() > 0, "history was dropped");
-        assert!(p.log_end_offset() - p.log_start_offset() < COMPACT_MIN_RECORDS);
+        assert!(p.log_end_offset() - p.log_start_offset() < Set::COMPACT_MIN_RECORDS);
         drop(log);
         task.await.unwrap();
     }

@@ -54,7 +54,13 @@ impl KafkaState {
             // than hangs, as the writer (and with it the log's queue) is dropped.
             Err(_) => tracing::warn!("producer ids opened outside a tokio runtime"),
         }
-        let groups = GroupCoordinator::open(&broker, config.group_config())?;
+        let (groups, background) = GroupCoordinator::open(&broker, config.group_config())?;
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn(background.run())),
+            // Without a runtime nothing is stored: commits fail with
+            // COORDINATOR_NOT_AVAILABLE rather than hang.
+            Err(_) => tracing::warn!("group coordinator opened outside a tokio runtime"),
+        }
         Ok(KafkaState {
             broker,
             request_pool: RequestPool::new(config.queued_max_request_bytes),

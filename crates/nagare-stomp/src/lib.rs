@@ -55,7 +55,8 @@ pub async fn serve(
     config: Config,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
-    let queues = Queues::open(broker.clone()).map_err(std::io::Error::other)?;
+    let (queues, background) = Queues::open(broker.clone()).map_err(std::io::Error::other)?;
+    tokio::spawn(background.run());
     let shared = Arc::new(session::Shared {
         broker,
         config,

@@ -1,93 +1,77 @@
-//! The driver around [`Groups`]: one lock, a timer task for the deadlines, and a writer
-//! task that appends state changes to the internal log in the order they were made.
+//! The driver around [`Groups`]: one lock, a timer task for the deadlines, and the
+//! internal log `consumer_offsets` (an [`InternalLog`]) that stores the state changes in
+//! the order they were made.
 
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use nagare_log::batch::NewRecord;
-use parking_lot::Mutex;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::Notify;
 
 use super::CommittedOffset;
 use super::{
     GroupConfig, GroupDescription, GroupError, GroupListing, Groups, JoinRequest, JoinResponse,
     LeavingMember, OffsetCommitRequest, PersistOp, SyncRequest, SyncResponse, TopicPartition,
 };
-use crate::{AckLevel, Broker, CoreError, Partition};
+use crate::internal_log::{InternalLog, InternalLogWriter, InternalOp, Ticket};
+use crate::{Broker, CoreError};
+use parking_lot::Mutex;
 
 /// Name of the internal log (`DATA/__nagare_consumer_offsets-0`).
 pub const OFFSETS_LOG: &str = "consumer_offsets";
 
-/// Records per append of the writer task at most.
-const MAX_RECORDS_PER_APPEND: usize = 4096;
-/// Compact on start when the log holds more than this many records...
-const COMPACT_MIN_RECORDS: usize = 1000;
-/// ...and more than this many times the live keys.
-const COMPACT_RATIO: usize = 2;
 /// Longest sleep of the timer task when nothing is due.
 const IDLE_TICK: Duration = Duration::from_secs(1);
-
-type Done = oneshot::Sender<Result<(), GroupError>>;
-
-struct WriteJob {
-    records: Vec<NewRecord>,
-    done: Option<Done>,
-}
 
 /// The group coordinator of one broker.
 pub struct GroupCoordinator {
     groups: Mutex<Groups>,
     started: Instant,
     wake: Arc<Notify>,
-    writer: mpsc::UnboundedSender<WriteJob>,
+    log: Arc<InternalLog<PersistOp>>,
+}
+
+/// What the coordinator runs in the background: the internal log's writer and the timer
+/// that runs the deadlines (session expiry, the end of join phases). Ends when the
+/// coordinator is dropped.
+#[must_use = "nothing is stored and no deadline runs until the background task runs"]
+pub struct CoordinatorBackground {
+    coordinator: Weak<GroupCoordinator>,
+    wake: Arc<Notify>,
+    writer: InternalLogWriter<PersistOp>,
+}
+
+impl CoordinatorBackground {
+    /// Runs until the coordinator is dropped.
+    pub async fn run(self) {
+        tokio::join!(self.writer.run(), run_timer(self.coordinator, self.wake));
+    }
 }
 
 impl GroupCoordinator {
-    /// Replays the internal log and starts the timer and writer tasks (on the current
-    /// tokio runtime). The tasks end when the coordinator is dropped.
-    pub fn open(broker: &Broker, config: GroupConfig) -> Result<Arc<GroupCoordinator>, CoreError> {
-        let log = broker.internal_log(OFFSETS_LOG)?;
+    /// Replays the internal log. Blocking. The returned background task must be run
+    /// (on the runtime) for changes to be stored and deadlines to fire.
+    pub fn open(
+        broker: &Broker,
+        config: GroupConfig,
+    ) -> Result<(Arc<GroupCoordinator>, CoordinatorBackground), CoreError> {
+        let (log, stored, writer) = InternalLog::<PersistOp>::open(broker, OFFSETS_LOG)?;
         let mut groups = Groups::new(config);
-        let replayed = crate::blocking::off_runtime(|| replay(&log, &mut groups))?;
-        tracing::info!(
-            records = replayed,
-            groups = groups.groups.len(),
-            "group coordinator loaded"
-        );
-        // Compaction on start: when most records are superseded, the live state is
-        // written again as one batch and everything before it dropped. The snapshot is
-        // stored before anything is deleted, so a crash in between loses nothing.
-        let snapshot = groups.snapshot();
-        let compact = (replayed >= COMPACT_MIN_RECORDS
-            && replayed > COMPACT_RATIO * snapshot.len())
-        .then(|| {
-            let ts = unix_millis();
-            snapshot
-                .iter()
-                .map(|op| op.to_record(ts))
-                .collect::<Vec<_>>()
-        });
-        let (writer, rx) = mpsc::unbounded_channel();
+        for op in PersistOp::snapshot(&stored) {
+            groups.apply(op);
+        }
+        tracing::info!(groups = groups.groups.len(), "group coordinator loaded");
         let coordinator = Arc::new(GroupCoordinator {
             groups: Mutex::new(groups),
             started: Instant::now(),
             wake: Arc::new(Notify::new()),
-            writer,
+            log,
         });
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => {
-                rt.spawn(run_writer(log, rx, compact));
-                rt.spawn(run_timer(
-                    Arc::downgrade(&coordinator),
-                    coordinator.wake.clone(),
-                ));
-            }
-            // Without a runtime (a synchronous test, a tool) there is nobody to store
-            // changes: `rx` is dropped, so commits fail with COORDINATOR_NOT_AVAILABLE
-            // rather than hang.
-            Err(_) => tracing::warn!("group coordinator opened outside a tokio runtime"),
-        }
-        Ok(coordinator)
+        let background = CoordinatorBackground {
+            coordinator: Arc::downgrade(&coordinator),
+            wake: coordinator.wake.clone(),
+            writer,
+        };
+        Ok((coordinator, background))
     }
 
     fn now(&self) -> u64 {
@@ -95,51 +79,43 @@ impl GroupCoordinator {
     }
 
     /// Runs `f` on the state under the lock, then queues what it changed for the log
-    /// (in order) and wakes the timer, whose next deadline may have moved.
-    fn with<R>(&self, done: Option<Done>, f: impl FnOnce(&mut Groups, u64) -> R) -> R {
-        let result = self.locked(done, f);
+    /// (in order; fsynced when `durable`) and wakes the timer, whose next deadline may
+    /// have moved. The ticket says when the changes are stored.
+    fn with<R>(&self, durable: bool, f: impl FnOnce(&mut Groups, u64) -> R) -> (R, Ticket) {
+        let result = self.locked(durable, f);
         self.wake.notify_one();
         result
     }
 
     /// [`with`](Self::with) without waking the timer (the timer itself uses this, or it
     /// would wake itself forever).
-    fn locked<R>(&self, done: Option<Done>, f: impl FnOnce(&mut Groups, u64) -> R) -> R {
+    fn locked<R>(&self, durable: bool, f: impl FnOnce(&mut Groups, u64) -> R) -> (R, Ticket) {
         let now = self.now();
         let mut groups = self.groups.lock();
         let r = f(&mut groups, now);
         let ops = groups.drain_outbox();
-        self.queue(ops, done);
-        r
-    }
-
-    fn queue(&self, ops: Vec<PersistOp>, done: Option<Done>) {
-        if ops.is_empty() {
-            if let Some(d) = done {
-                let _ = d.send(Ok(()));
-            }
-            return;
-        }
-        let ts = unix_millis();
-        let records = ops.iter().map(|op| op.to_record(ts)).collect();
-        if let Err(mpsc::error::SendError(job)) = self.writer.send(WriteJob { records, done }) {
-            if let Some(d) = job.done {
-                let _ = d.send(Err(GroupError::CoordinatorNotAvailable));
-            }
-        }
+        // Pushed under the lock: the log sees changes in the order they were made.
+        let ticket = if ops.is_empty() {
+            Ticket::ready()
+        } else {
+            self.log.push(ops, durable)
+        };
+        (r, ticket)
     }
 
     /// JoinGroup; waits for the rebalance when the member has to.
     pub async fn join(&self, req: JoinRequest) -> Result<JoinResponse, GroupError> {
-        let (tx, rx) = oneshot::channel();
-        self.with(None, |g, now| g.join(req, now, tx));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.log.reserve().await;
+        drop(self.with(false, |g, now| g.join(req, now, tx)));
         rx.await.unwrap_or(Err(GroupError::RebalanceInProgress))
     }
 
     /// SyncGroup; followers wait for the leader's assignment.
     pub async fn sync(&self, req: SyncRequest) -> Result<SyncResponse, GroupError> {
-        let (tx, rx) = oneshot::channel();
-        self.with(None, |g, now| g.sync(req, now, tx));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.log.reserve().await;
+        drop(self.with(false, |g, now| g.sync(req, now, tx)));
         rx.await.unwrap_or(Err(GroupError::RebalanceInProgress))
     }
 
@@ -150,9 +126,10 @@ impl GroupCoordinator {
         group_instance_id: Option<&str>,
         generation: i32,
     ) -> Result<(), GroupError> {
-        self.with(None, |g, now| {
+        self.with(false, |g, now| {
             g.heartbeat(group_id, member_id, group_instance_id, generation, now)
         })
+        .0
     }
 
     pub fn leave(
@@ -160,7 +137,7 @@ impl GroupCoordinator {
         group_id: &str,
         members: &[LeavingMember],
     ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
-        self.with(None, |g, now| g.leave(group_id, members, now))
+        self.with(false, |g, now| g.leave(group_id, members, now)).0
     }
 
     /// OffsetCommit; answers once the offsets are in the internal log.
@@ -168,13 +145,13 @@ impl GroupCoordinator {
         &self,
         req: OffsetCommitRequest,
     ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
-        let (tx, rx) = oneshot::channel();
-        let results = self.with(Some(tx), |g, now| g.commit_offsets(req, now, unix_millis()))?;
-        match rx.await {
-            Ok(Ok(())) => Ok(results),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(GroupError::CoordinatorNotAvailable),
-        }
+        self.log.reserve().await;
+        let (results, stored) = self.with(true, |g, now| {
+            g.commit_offsets(req, now, crate::internal_log::now_ms())
+        });
+        let results = results?;
+        stored.stored().await.map_err(storage_error)?;
+        Ok(results)
     }
 
     pub fn fetch_offsets(
@@ -190,28 +167,22 @@ impl GroupCoordinator {
         group_id: &str,
         partitions: &[TopicPartition],
     ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
-        let (tx, rx) = oneshot::channel();
-        let results = self.with(Some(tx), |g, _| g.delete_offsets(group_id, partitions))?;
-        match rx.await {
-            Ok(Ok(())) => Ok(results),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(GroupError::CoordinatorNotAvailable),
-        }
+        self.log.reserve().await;
+        let (results, stored) = self.with(true, |g, _| g.delete_offsets(group_id, partitions));
+        let results = results?;
+        stored.stored().await.map_err(storage_error)?;
+        Ok(results)
     }
 
     /// DeleteGroups: one result per group, in order.
     pub async fn delete_groups(&self, group_ids: &[String]) -> Vec<Result<(), GroupError>> {
-        let (tx, rx) = oneshot::channel();
-        let results: Vec<_> = self.with(Some(tx), |g, _| {
+        self.log.reserve().await;
+        let (results, stored): (Vec<_>, _) = self.with(true, |g, _| {
             group_ids.iter().map(|id| g.delete_group(id)).collect()
         });
-        match rx.await {
-            Ok(Ok(())) => results,
-            Ok(Err(e)) => results.into_iter().map(|_| Err(e.clone())).collect(),
-            Err(_) => results
-                .into_iter()
-                .map(|_| Err(GroupError::CoordinatorNotAvailable))
-                .collect(),
+        match stored.stored().await.map_err(storage_error) {
+            Ok(()) => results,
+            Err(e) => results.into_iter().map(|_| Err(e.clone())).collect(),
         }
     }
 
@@ -225,18 +196,24 @@ impl GroupCoordinator {
 
     /// Runs the due timeouts now (for the timer task, and for tests).
     pub fn tick(&self) -> Option<u64> {
-        self.locked(None, |g, now| {
+        self.locked(false, |g, now| {
             g.tick(now);
             g.next_deadline().map(|d| d.saturating_sub(now))
         })
+        .0
     }
 }
 
-fn unix_millis() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+/// A failed store as the group protocol reports it: a writer that is gone means the
+/// coordinator is going away.
+fn storage_error(e: CoreError) -> GroupError {
+    match e {
+        CoreError::ShuttingDown => GroupError::CoordinatorNotAvailable,
+        e => {
+            tracing::error!(error = %e, "could not store group state");
+            GroupError::Storage(e.to_string())
+        }
+    }
 }
 
 /// Sleeps until the next deadline (or until a request moved it), then ticks.
@@ -254,83 +231,4 @@ async fn run_timer(coordinator: Weak<GroupCoordinator>, wake: Arc<Notify>) {
             _ = wake.notified() => {}
         }
     }
-}
-
-/// Appends queued changes in order, several jobs per append when they pile up.
-async fn run_writer(
-    log: Arc<Partition>,
-    mut rx: mpsc::UnboundedReceiver<WriteJob>,
-    compact: Option<Vec<NewRecord>>,
-) {
-    if let Some(records) = compact {
-        compact_log(&log, &records).await;
-    }
-    while let Some(first) = rx.recv().await {
-        let mut records = first.records;
-        let mut done: Vec<Done> = first.done.into_iter().collect();
-        while records.len() < MAX_RECORDS_PER_APPEND {
-            match rx.try_recv() {
-                Ok(job) => {
-                    records.extend(job.records);
-                    done.extend(job.done);
-                }
-                Err(_) => break,
-            }
-        }
-        let result = log
-            .append_records(&records, AckLevel::Durable)
-            .await
-            .map(|_| ())
-            .map_err(|e| {
-                tracing::error!(error = %e, "could not store group state");
-                GroupError::Storage(e.to_string())
-            });
-        for d in done {
-            let _ = d.send(result.clone());
-        }
-    }
-}
-
-/// Appends the live state as one batch, then drops every record before it.
-async fn compact_log(log: &Partition, live: &[NewRecord]) {
-    let before = log.log_start_offset();
-    let snapshot_start = if live.is_empty() {
-        Ok(log.log_end_offset())
-    } else {
-        log.append_records(live, AckLevel::Durable)
-            .await
-            .map(|info| info.base_offset)
-    };
-    let result = snapshot_start.and_then(|at| {
-        log.log()
-            .delete_records_before(at)
-            .map(|()| at)
-            .map_err(CoreError::from)
-    });
-    match result {
-        Ok(at) => tracing::info!(
-            dropped = at - before,
-            live = live.len(),
-            "group log compacted"
-        ),
-        Err(e) => {
-            tracing::warn!(error = %e, "group log compaction failed; the log stays as it was")
-        }
-    }
-}
-
-/// Reads the whole internal log into `groups`; returns how many records it applied.
-fn replay(log: &Partition, groups: &mut Groups) -> Result<usize, CoreError> {
-    let mut applied = 0;
-    log.replay_records(|r| {
-        match PersistOp::from_record(&r) {
-            Some(op) => {
-                groups.apply(op);
-                applied += 1;
-            }
-            None => tracing::warn!(offset = r.offset, "skipping an unreadable group log record"),
-        }
-        Ok(())
-    })?;
-    Ok(applied)
 }

@@ -5,8 +5,9 @@
 //! wait for the rest of the group hands in a oneshot sender that the machine completes
 //! when the rebalance (or the leader's assignment) is done. [`GroupCoordinator`] is the
 //! thin driver around it: one lock, a timer task that calls [`Groups::tick`] at the next
-//! deadline, and a writer task that appends the state changes to the internal
-//! `consumer_offsets` log, which is replayed (last value per key wins) on start.
+//! deadline, and the internal log `consumer_offsets` (an
+//! [`InternalLog`](crate::internal_log::InternalLog)) that stores the state changes and
+//! is replayed (last value per key wins) on open. Both tasks are handed to the opener.
 //!
 //! Transitions, one file per family: `join` (JoinGroup, rebalance completion), `sync`
 //! (SyncGroup), `heartbeat` (Heartbeat, LeaveGroup, session expiry), `offsets`
@@ -29,7 +30,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use admin::{GroupDescription, GroupListing, MemberDescription};
-pub use coordinator::GroupCoordinator;
+pub use coordinator::{CoordinatorBackground, GroupCoordinator};
 pub use error::GroupError;
 pub use group::{
     CommittedOffset, Group, GroupState, JoinRequest, JoinResponse, JoinWaiter, JoinedMember,
@@ -37,7 +38,7 @@ pub use group::{
 };
 pub use heartbeat::LeavingMember;
 pub use offsets::{OffsetCommit, OffsetCommitRequest, TopicPartition};
-pub use persist::PersistOp;
+pub use persist::{PersistOp, StoredGroups};
 
 /// Settings of the group coordinator.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,13 +1,16 @@
 //! How group state is kept in the internal `consumer_offsets` log: one record per change,
 //! keyed by what it is about (a group, or a group's partition), the value being the new
 //! state or a tombstone (no value). On start the whole log is replayed and the last value
-//! per key wins, which is what compaction would keep.
+//! per key wins ([`StoredGroups`]), which is also what a compaction keeps.
+
+use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use nagare_log::batch::{NewRecord, Record};
 use serde::{Deserialize, Serialize};
 
 use super::{CommittedOffset, Group, GroupState, Groups};
+use crate::internal_log::InternalOp;
 
 /// One change of persistent group state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +48,7 @@ enum Key {
     },
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct GroupValue {
     generation: i32,
     protocol_type: Option<String>,
@@ -133,6 +136,98 @@ impl PersistOp {
                 },
             },
         })
+    }
+}
+
+/// What the group log holds once superseded records are dropped: the last value per
+/// key. The internal-log engine keeps it to write snapshots; the coordinator builds its
+/// [`Groups`] from it on open.
+#[derive(Debug, Clone, Default)]
+pub struct StoredGroups {
+    groups: BTreeMap<String, GroupValue>,
+    offsets: BTreeMap<String, BTreeMap<(String, i32), CommittedOffset>>,
+}
+
+impl InternalOp for PersistOp {
+    type State = StoredGroups;
+    /// Group logs are small and read on every start: compact them early.
+    const COMPACT_MIN_RECORDS: i64 = 1000;
+
+    fn encode(&self, timestamp: i64) -> NewRecord {
+        self.to_record(timestamp)
+    }
+
+    fn decode(record: &Record) -> Option<Self> {
+        PersistOp::from_record(record)
+    }
+
+    fn apply(self, state: &mut StoredGroups) {
+        match self {
+            PersistOp::Group {
+                group,
+                generation,
+                protocol_type,
+                protocol_name,
+            } => {
+                state.groups.insert(
+                    group,
+                    GroupValue {
+                        generation,
+                        protocol_type,
+                        protocol_name,
+                    },
+                );
+            }
+            PersistOp::Offset {
+                group,
+                topic,
+                partition,
+                value: Some(v),
+            } => {
+                state
+                    .offsets
+                    .entry(group)
+                    .or_default()
+                    .insert((topic, partition), v);
+            }
+            PersistOp::Offset {
+                group,
+                topic,
+                partition,
+                value: None,
+            } => {
+                if let Some(o) = state.offsets.get_mut(&group) {
+                    o.remove(&(topic, partition));
+                    if o.is_empty() {
+                        state.offsets.remove(&group);
+                    }
+                }
+            }
+            PersistOp::GroupDeleted { group } => {
+                state.groups.remove(&group);
+                state.offsets.remove(&group);
+            }
+        }
+    }
+
+    fn snapshot(state: &StoredGroups) -> Vec<Self> {
+        let groups = state.groups.iter().map(|(group, v)| PersistOp::Group {
+            group: group.clone(),
+            generation: v.generation,
+            protocol_type: v.protocol_type.clone(),
+            protocol_name: v.protocol_name.clone(),
+        });
+        let offsets = state.offsets.iter().flat_map(|(group, offsets)| {
+            offsets
+                .iter()
+                .map(move |((topic, partition), value)| PersistOp::Offset {
+                    group: group.clone(),
+                    topic: topic.clone(),
+                    partition: *partition,
+                    value: Some(value.clone()),
+                })
+        });
+        groups.chain(offsets).collect()
     }
 }
 

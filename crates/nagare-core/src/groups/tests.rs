@@ -789,6 +789,16 @@ fn state_survives_a_replay_of_the_outbox_through_record_batches() {
     assert_eq!(g.offsets()[&("t".to_string(), 0)].metadata, "m");
 }
 
+/// Opens a coordinator and runs its background task on the test's runtime.
+fn open_coordinator(
+    broker: &crate::Broker,
+    config: GroupConfig,
+) -> std::sync::Arc<GroupCoordinator> {
+    let (c, background) = GroupCoordinator::open(broker, config).unwrap();
+    tokio::spawn(background.run());
+    c
+}
+
 #[tokio::test]
 async fn the_coordinator_stores_offsets_in_the_internal_log() {
     let dir = tempfile::tempdir().unwrap();
@@ -802,7 +812,7 @@ async fn the_coordinator_stores_offsets_in_the_internal_log() {
     };
     {
         let broker = crate::Broker::open(config.clone()).unwrap();
-        let c = GroupCoordinator::open(&broker, group_config.clone()).unwrap();
+        let c = open_coordinator(&broker, group_config.clone());
         let j = c.join(req("")).await.unwrap();
         let s = c
             .sync(SyncRequest {
@@ -835,7 +845,7 @@ async fn the_coordinator_stores_offsets_in_the_internal_log() {
         broker.shutdown().unwrap();
     }
     let broker = crate::Broker::open(config).unwrap();
-    let c = GroupCoordinator::open(&broker, group_config).unwrap();
+    let c = open_coordinator(&broker, group_config);
     let got = c.fetch_offsets(G, Some(&[("t".into(), 2)]));
     let o = got[0].1.clone().unwrap();
     assert_eq!((o.offset, o.metadata.as_str()), (400, "kept"));
@@ -857,15 +867,14 @@ async fn the_driver_completes_waiting_joins_and_expires_silent_members() {
         ..crate::BrokerConfig::default()
     })
     .unwrap();
-    let c = GroupCoordinator::open(
+    let c = open_coordinator(
         &broker,
         GroupConfig {
             initial_rebalance_delay_ms: 100,
             min_session_timeout_ms: 100,
             ..GroupConfig::default()
         },
-    )
-    .unwrap();
+    );
     let short = |member: &str| JoinRequest {
         session_timeout_ms: 300,
         rebalance_timeout_ms: 5_000,
@@ -930,7 +939,7 @@ async fn the_group_log_is_compacted_on_start() {
     };
     {
         let broker = crate::Broker::open(config.clone()).unwrap();
-        let c = GroupCoordinator::open(&broker, GroupConfig::default()).unwrap();
+        let c = open_coordinator(&broker, GroupConfig::default());
         for i in 0..500 {
             c.commit_offsets(commit(i)).await.unwrap();
         }
@@ -938,7 +947,7 @@ async fn the_group_log_is_compacted_on_start() {
     }
     for _ in 0..2 {
         let broker = crate::Broker::open(config.clone()).unwrap();
-        let c = GroupCoordinator::open(&broker, GroupConfig::default()).unwrap();
+        let c = open_coordinator(&broker, GroupConfig::default());
         // The compaction runs first on the writer task; a commit queues behind it.
         c.commit_offsets(commit(499)).await.unwrap();
         let log = broker

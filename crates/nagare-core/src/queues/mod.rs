@@ -1,8 +1,9 @@
 //! Persistent queues with competing consumers (what STOMP's `/queue/Q` needs), kept in the
 //! log engine: the messages of queue `Q` are the records of topic `queue.<Q>` (one
 //! partition, `Q` sanitized to a legal topic name; readable by Kafka consumers too), and
-//! which of them are acknowledged is kept in the internal log `__nagare_queues-0` (keyed
-//! by that topic name), replayed on start.
+//! which of them are acknowledged (and up to where they were delivered) is kept in the
+//! internal log `__nagare_queues-0` (keyed by that topic name), an
+//! [`InternalLog`](crate::internal_log::InternalLog) replayed on open.
 //!
 //! Each queue has one shared cursor over its topic, a set of in-flight messages per
 //! consumer bounded by the consumer's prefetch, and requeued messages that go out again
@@ -15,23 +16,22 @@ mod queue;
 mod tests;
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-use nagare_log::batch::NewRecord;
 use parking_lot::Mutex;
-use tokio::sync::Notify;
 
 pub use queue::{ConsumerId, Delivery, Queue, QueueSink};
 
-use crate::{AckLevel, Broker, CoreError, Partition};
-use persist::StateOp;
+use crate::internal_log::{InternalLog, InternalLogWriter};
+use crate::{Broker, CoreError};
+use persist::{QueueOp, StateOp};
 
 /// The internal log holding acknowledgement state (`DATA/__nagare_queues-0`).
 pub const STATE_LOG: &str = "queues";
-/// How long the persister lets acknowledgements gather before one append.
-const ACK_GATHER: std::time::Duration = std::time::Duration::from_millis(2);
-/// Records written to the state log between two compactions.
-const COMPACT_EVERY: usize = 20_000;
+/// How often records appended to a queue's topic by others are looked for.
+const EXTERNAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+/// Acknowledged messages are trimmed from queue topics every this many polls (10 s).
+const TRIM_EVERY_POLLS: u64 = 200;
 /// Topics backing queues are named `queue.<sanitized queue name>`.
 pub const TOPIC_PREFIX: &str = "queue.";
 
@@ -62,42 +62,45 @@ impl AckState {
     }
 }
 
-/// Every queue of a broker, and the writer of their acknowledgement state.
+/// Every queue of a broker, and the log of their acknowledgement state.
 pub struct Queues {
     broker: Arc<Broker>,
-    state_log: Arc<Partition>,
+    state_log: Arc<InternalLog<QueueOp>>,
     queues: Mutex<HashMap<String, Arc<Queue>>>,
     /// State replayed from the internal log for queues not opened yet.
     replayed: Mutex<HashMap<String, AckState>>,
-    /// Acknowledgements not yet written to the internal log, batched by the persister.
-    pending: Mutex<Vec<(Arc<str>, i64)>>,
-    /// Per queue, the delivered-up-to mark not yet written (only the latest counts).
-    pending_delivered: Mutex<HashMap<Arc<str>, i64>>,
-    wake: Notify,
+}
+
+/// What [`Queues`] runs in the background: the state log's writer, the poll for records
+/// other front ends appended to queue topics, and the trimming of acknowledged messages.
+/// Ends when the [`Queues`] is dropped.
+#[must_use = "queue state is not stored until the background task runs"]
+pub struct QueuesBackground {
+    queues: Weak<Queues>,
+    writer: InternalLogWriter<QueueOp>,
 }
 
 impl Queues {
-    /// Replays the acknowledgement log, rewrites it as one snapshot per queue (so it does
-    /// not grow across restarts) and starts the background writer. Needs a tokio runtime.
-    pub fn open(broker: Arc<Broker>) -> Result<Arc<Queues>, CoreError> {
-        let state_log = broker.internal_log(STATE_LOG)?;
-        let replayed = crate::blocking::off_runtime(|| replay(&state_log))?;
+    /// Replays the acknowledgement log. Blocking. The returned background task must be
+    /// run (on the runtime) for acknowledgements to be stored.
+    pub fn open(broker: Arc<Broker>) -> Result<(Arc<Queues>, QueuesBackground), CoreError> {
+        let (state_log, replayed, writer) = InternalLog::<QueueOp>::open(&broker, STATE_LOG)?;
         let queues = Arc::new(Queues {
             broker,
             state_log,
             queues: Mutex::new(HashMap::new()),
             replayed: Mutex::new(replayed),
-            pending: Mutex::new(Vec::new()),
-            pending_delivered: Mutex::new(HashMap::new()),
-            wake: Notify::new(),
         });
-        crate::blocking::off_runtime(|| queues.compact())?;
-        tokio::spawn(persister(Arc::downgrade(&queues)));
-        Ok(queues)
+        let background = QueuesBackground {
+            queues: Arc::downgrade(&queues),
+            writer,
+        };
+        Ok((queues, background))
     }
 
     /// The queue `name`, opened (and its topic created) on first use. Queues are known
-    /// by their topic's name, so names that sanitize alike are one queue.
+    /// by their topic's name, so names that sanitize alike are one queue. Blocking the
+    /// first time (creates the topic).
     pub fn queue(self: &Arc<Self>, name: &str) -> Result<Arc<Queue>, CoreError> {
         let topic_name = topic_for(name);
         let name = topic_name.as_str();
@@ -134,93 +137,73 @@ impl Queues {
         Ok(q)
     }
 
-    /// Writes every pending acknowledgement now (on shutdown).
+    /// Waits until every acknowledgement so far is stored and fsynced (on shutdown).
     pub async fn flush(&self) -> Result<(), CoreError> {
-        let records = self.take_pending();
-        if !records.is_empty() {
-            self.state_log
-                .append_records(&records, AckLevel::Durable)
-                .await?;
-        }
-        Ok(())
+        self.state_log.flush().await
     }
 
+    /// Stores newly acknowledged offsets of `queue` (fire and forget: a lost
+    /// acknowledgement means a redelivery, never a loss).
     pub(crate) fn record_acks(&self, queue: &Arc<str>, offsets: &[i64]) {
         if offsets.is_empty() {
             return;
         }
-        let mut p = self.pending.lock();
-        p.extend(offsets.iter().map(|&o| (queue.clone(), o)));
-        drop(p);
-        self.wake.notify_one();
+        let op = QueueOp {
+            queue: queue.to_string(),
+            op: StateOp::Acked(offsets.to_vec()),
+        };
+        drop(self.state_log.push([op], false));
     }
 
-    /// Notes that `queue` has delivered everything below `mark` at least once. Written
-    /// with the next batch of acknowledgements (within milliseconds, to the page cache):
-    /// cheap enough for every delivery, and what lets a restart flag in-flight messages
-    /// as redelivered.
+    /// Notes that `queue` has delivered everything below `mark` at least once: cheap
+    /// enough for every dispatch round (written with the acknowledgements, to the page
+    /// cache), and what lets a restart flag in-flight messages as redelivered.
     pub(crate) fn record_delivered(&self, queue: &Arc<str>, mark: i64) {
-        let mut p = self.pending_delivered.lock();
-        let m = p.entry(queue.clone()).or_insert(mark);
-        *m = (*m).max(mark);
-        drop(p);
-        self.wake.notify_one();
+        let op = QueueOp {
+            queue: queue.to_string(),
+            op: StateOp::Delivered(mark),
+        };
+        drop(self.state_log.push([op], false));
     }
 
-    fn take_pending(&self) -> Vec<NewRecord> {
-        let delivered = std::mem::take(&mut *self.pending_delivered.lock());
-        let pending = std::mem::take(&mut *self.pending.lock());
-        let mut by_queue: HashMap<Arc<str>, Vec<i64>> = HashMap::new();
-        for (q, o) in pending {
-            by_queue.entry(q).or_default().push(o);
-        }
-        let now = now_ms();
-        // Marks first: a replay then never sees an acknowledgement of a message it does
-        // not know was delivered.
-        delivered
-            .into_iter()
-            .map(|(q, mark)| StateOp::Delivered(mark).to_record(&q, now))
-            .chain(
-                by_queue
-                    .into_iter()
-                    .map(|(q, offsets)| StateOp::Acked(offsets).to_record(&q, now)),
-            )
-            .collect()
+    fn open_queues(&self) -> Vec<Arc<Queue>> {
+        self.queues.lock().values().cloned().collect()
     }
 
-    /// Replaces the history in the state log with one snapshot per queue (at start, and
-    /// by the persister every `COMPACT_EVERY` records). Blocking: it fsyncs.
-    fn compact(&self) -> Result<(), CoreError> {
-        let log = self.state_log.log();
-        let start = log.log_start_offset();
-        // Everything below `end` is reflected in the states collected next: an
-        // acknowledgement updates its queue before it is queued for writing.
-        let end = log.log_end_offset();
-        if end - start < 2 {
-            return Ok(());
-        }
-        let now = now_ms();
-        let mut records: Vec<NewRecord> = self
-            .replayed
-            .lock()
-            .iter()
-            .map(|(q, s)| StateOp::Snapshot(s.clone()).to_record(q, now))
-            .collect();
-        let open: Vec<Arc<Queue>> = self.queues.lock().values().cloned().collect();
-        for q in open {
-            records.push(StateOp::Snapshot(q.ack_state()).to_record(q.name(), now));
-        }
-        if !records.is_empty() {
-            let mut batch = nagare_log::batch::build_batch(&records);
-            log.append(&mut batch)?;
-            log.sync_to(log.log_end_offset())?;
-        }
-        log.delete_records_before(end)?;
-        // Acknowledged messages are not needed any more either.
-        for q in self.queues.lock().values() {
+    /// Drops acknowledged messages from the front of every open queue's topic. Blocking
+    /// (removes segment files).
+    pub(crate) fn trim_all(&self) {
+        for q in self.open_queues() {
             q.trim();
         }
-        Ok(())
+    }
+}
+
+impl QueuesBackground {
+    /// Runs until the [`Queues`] is dropped.
+    pub async fn run(self) {
+        let poll = async {
+            let mut tick = tokio::time::interval(EXTERNAL_POLL);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut rounds = 0u64;
+            loop {
+                tick.tick().await;
+                let Some(queues) = self.queues.upgrade() else {
+                    return;
+                };
+                // Records appended by other front ends (a Kafka producer writing to the
+                // topic) are picked up by a slow poll: watching every append would wake
+                // a task per message on the hot path, where `publish` already dispatches.
+                for q in queues.open_queues() {
+                    q.pump_if_behind();
+                }
+                rounds += 1;
+                if rounds.is_multiple_of(TRIM_EVERY_POLLS) {
+                    let _ = tokio::task::spawn_blocking(move || queues.trim_all()).await;
+                }
+            }
+        };
+        tokio::join!(self.writer.run(), poll);
     }
 }
 
@@ -230,55 +213,4 @@ pub fn topic_for(name: &str) -> String {
     t.push_str(&crate::sanitize_topic_name(name));
     t.truncate(249);
     t
-}
-
-fn replay(log: &Partition) -> Result<HashMap<String, AckState>, CoreError> {
-    let mut states: HashMap<String, AckState> = HashMap::new();
-    log.replay_records(|r| {
-        if let Some((queue, op)) = StateOp::from_record(&r) {
-            op.apply(states.entry(queue).or_default());
-        }
-        Ok(())
-    })?;
-    Ok(states)
-}
-
-/// Writes batched acknowledgements: one record per queue per round, one append per round.
-async fn persister(queues: std::sync::Weak<Queues>) {
-    let mut since_compaction = 0usize;
-    loop {
-        let Some(q) = queues.upgrade() else { return };
-        let records = q.take_pending();
-        if records.is_empty() {
-            // Wake on new acknowledgements; re-check now and then so that dropping the
-            // queues lets this task end.
-            let woken =
-                tokio::time::timeout(std::time::Duration::from_secs(1), q.wake.notified()).await;
-            if woken.is_ok() {
-                // Let acknowledgements gather: one append per few ms, not per message.
-                tokio::time::sleep(ACK_GATHER).await;
-            }
-            continue;
-        }
-        since_compaction += records.len();
-        if let Err(e) = q.state_log.append_records(&records, AckLevel::Leader).await {
-            tracing::warn!(error = %e, "could not persist queue acknowledgements");
-        }
-        if since_compaction >= COMPACT_EVERY {
-            since_compaction = 0;
-            let q2 = q.clone();
-            match tokio::task::spawn_blocking(move || q2.compact()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => tracing::warn!(error = %e, "queue state compaction failed"),
-                Err(e) => tracing::warn!(error = %e, "queue state compaction panicked"),
-            }
-        }
-    }
-}
-
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }

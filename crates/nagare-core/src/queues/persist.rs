@@ -3,11 +3,48 @@
 //! (written when the log is compacted). Offsets are stored as inclusive ranges to stay
 //! small. Logs written before the delivered mark existed read as "nothing delivered".
 
+use std::collections::HashMap;
+
 use bytes::Bytes;
 use nagare_log::batch::{NewRecord, Record};
 use serde::{Deserialize, Serialize};
 
 use super::AckState;
+use crate::internal_log::InternalOp;
+
+/// One change of one queue's state: the operation the internal-log engine stores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct QueueOp {
+    pub queue: String,
+    pub op: StateOp,
+}
+
+impl InternalOp for QueueOp {
+    type State = HashMap<String, AckState>;
+
+    fn encode(&self, timestamp: i64) -> NewRecord {
+        self.op.to_record(&self.queue, timestamp)
+    }
+
+    fn decode(record: &Record) -> Option<Self> {
+        let (queue, op) = StateOp::from_record(record)?;
+        Some(QueueOp { queue, op })
+    }
+
+    fn apply(self, state: &mut Self::State) {
+        self.op.apply(state.entry(self.queue).or_default());
+    }
+
+    fn snapshot(state: &Self::State) -> Vec<Self> {
+        state
+            .iter()
+            .map(|(queue, s)| QueueOp {
+                queue: queue.clone(),
+                op: StateOp::Snapshot(s.clone()),
+            })
+            .collect()
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum StateOp {

@@ -15,8 +15,6 @@ use crate::{AckLevel, CoreError, Partition};
 const READ_BYTES: u64 = 256 * 1024;
 /// Records kept from `publish` without reading them back, at most.
 const READ_AHEAD: usize = 4096;
-/// How often records appended to a queue's topic by others are looked for.
-const EXTERNAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 pub type ConsumerId = u64;
 
@@ -88,26 +86,6 @@ impl Queue {
             partition,
             queues,
         });
-        // Records appended by other front ends (a Kafka producer writing to the topic)
-        // are picked up by a slow poll: watching every append would wake a task per
-        // message on the hot path, where `publish` already dispatches.
-        let weak = Arc::downgrade(&q);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(EXTERNAL_POLL);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let Some(q) = weak.upgrade() else { return };
-                let end = q.partition.log_end_offset();
-                let behind = {
-                    let st = q.state.lock();
-                    end > st.next_read && !st.consumers.is_empty()
-                };
-                if behind {
-                    q.pump();
-                }
-            }
-        });
         q.trim();
         q
     }
@@ -122,10 +100,6 @@ impl Queue {
                 tracing::warn!(queue = %self.name, error = %e, "could not trim acknowledged messages");
             }
         }
-    }
-
-    pub(crate) fn ack_state(&self) -> AckState {
-        self.state.lock().acks.clone()
     }
 
     pub fn name(&self) -> &str {
@@ -268,6 +242,19 @@ impl Queue {
         let st = self.state.lock();
         let unread = (self.partition.log_end_offset() - st.next_read).max(0) as u64;
         (unread + st.ready.len() as u64, st.in_flight.len())
+    }
+
+    /// Dispatches records others appended to the queue's topic, if there are any and
+    /// someone to take them (the queues' background poll).
+    pub(crate) fn pump_if_behind(&self) {
+        let end = self.partition.log_end_offset();
+        let behind = {
+            let st = self.state.lock();
+            end > st.next_read && !st.consumers.is_empty()
+        };
+        if behind {
+            self.pump();
+        }
     }
 
     /// Dispatches what can be dispatched now.
