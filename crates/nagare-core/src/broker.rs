@@ -42,7 +42,7 @@ impl Broker {
         }
         let mut topics = BTreeMap::new();
         for (name, stored) in &state.topics {
-            let topic = open_topic(&config.data_dir, name, stored)?;
+            let topic = open_topic(&config, name, stored)?;
             topics.insert(name.clone(), Arc::new(topic));
         }
         tracing::info!(
@@ -261,7 +261,7 @@ impl Broker {
         for index in indexes {
             let dir = partition_dir(&self.config.data_dir, name, index as i32);
             let existed = dir.exists();
-            match open_partition(&self.config.data_dir, name.clone(), index as i32, config) {
+            match open_partition(&self.config, name.clone(), index as i32, config) {
                 Ok(p) => {
                     created.push(Arc::new(p));
                     if !existed {
@@ -343,12 +343,7 @@ impl Broker {
             segment_bytes: 64 * 1024 * 1024,
             ..TopicConfig::default()
         };
-        let p = Arc::new(open_partition(
-            &self.config.data_dir,
-            topic.into(),
-            0,
-            &config,
-        )?);
+        let p = Arc::new(open_partition(&self.config, topic.into(), 0, &config)?);
         internal.insert(name.to_string(), p.clone());
         Ok(p)
     }
@@ -403,10 +398,10 @@ pub fn partition_dir(data_dir: &Path, topic: &str, index: i32) -> PathBuf {
     data_dir.join(format!("{topic}-{index}"))
 }
 
-fn open_topic(data_dir: &Path, name: &str, stored: &StoredTopic) -> Result<Topic, CoreError> {
+fn open_topic(broker: &BrokerConfig, name: &str, stored: &StoredTopic) -> Result<Topic, CoreError> {
     let name_arc: Arc<str> = name.into();
     let partitions = (0..stored.partitions as i32)
-        .map(|i| open_partition(data_dir, name_arc.clone(), i, &stored.config).map(Arc::new))
+        .map(|i| open_partition(broker, name_arc.clone(), i, &stored.config).map(Arc::new))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Topic::new(
         name,
@@ -417,13 +412,13 @@ fn open_topic(data_dir: &Path, name: &str, stored: &StoredTopic) -> Result<Topic
 }
 
 fn open_partition(
-    data_dir: &Path,
+    broker: &BrokerConfig,
     topic: Arc<str>,
     index: i32,
     config: &TopicConfig,
 ) -> Result<Partition, CoreError> {
-    let dir = partition_dir(data_dir, &topic, index);
-    let log = PartitionLog::open(&dir, config.log_config())?;
+    let dir = partition_dir(&broker.data_dir, &topic, index);
+    let log = PartitionLog::open(&dir, broker.log_config(config))?;
     Ok(Partition::new(
         topic,
         index,

@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use nagare_log::{FlushPolicy, LogConfig};
+use nagare_log::{FlushPolicy, LogConfig, OpenFiles, Storage};
 use serde::{Deserialize, Serialize};
 
 use crate::CoreError;
@@ -104,7 +104,8 @@ impl Default for TopicConfig {
 }
 
 impl TopicConfig {
-    /// The log settings for one partition of this topic.
+    /// The log settings for one partition of this topic, on the default storage (see
+    /// [`BrokerConfig::log_config`] for a broker's own).
     pub fn log_config(&self) -> LogConfig {
         LogConfig {
             segment_bytes: self.segment_bytes,
@@ -219,6 +220,23 @@ pub struct BrokerConfig {
     pub topic_defaults: TopicConfig,
     /// How often retention, segment age and interval flushes are checked.
     pub maintenance_interval: Duration,
+    /// The file system every log (topics and internal logs) lives on: the real one unless
+    /// a test simulates a disk.
+    pub storage: Storage,
+    /// The open-file budget every log shares (the process-wide one by default).
+    pub open_files: OpenFiles,
+}
+
+impl BrokerConfig {
+    /// The log settings for one partition of a topic with these settings, on this
+    /// broker's storage and open-file budget.
+    pub fn log_config(&self, topic: &TopicConfig) -> LogConfig {
+        LogConfig {
+            storage: self.storage.clone(),
+            open_files: self.open_files.clone(),
+            ..topic.log_config()
+        }
+    }
 }
 
 impl Default for BrokerConfig {
@@ -230,6 +248,8 @@ impl Default for BrokerConfig {
             default_partitions: 1,
             topic_defaults: TopicConfig::default(),
             maintenance_interval: Duration::from_secs(30),
+            storage: Storage::default(),
+            open_files: OpenFiles::global(),
         }
     }
 }

@@ -228,6 +228,7 @@ impl Settings {
             maintenance_interval: std::time::Duration::from_millis(
                 self.maintenance_interval_ms.max(10),
             ),
+            ..BrokerConfig::default()
         }
     }
 
