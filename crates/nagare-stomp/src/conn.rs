@@ -1,6 +1,6 @@
 //! One connection's reading side: read into a buffer, decode every complete frame in it,
-//! run them in order (consecutive SENDs to the same log destination become one append),
-//! and watch the client's heart-beats. Replies go through the writer task (`writer`).
+//! run them in order (`dispatch`), and watch the client's heart-beats. Replies go through
+//! the writer task (`writer`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -13,8 +13,8 @@ use tokio::time::Instant;
 
 use crate::decode::Decoder;
 use crate::error::StompError;
-use crate::frame::{Command, Frame};
-use crate::handlers::send::Append;
+use crate::dispatch::run_frames;
+use crate::frame::Command;
 use crate::session::{Session, Shared};
 use crate::writer;
 
@@ -103,118 +103,4 @@ fn next_deadline(session: &Session, shared: &Shared) -> Instant {
     }
     let tolerance = shared.config.heartbeat_tolerance.max(1.0);
     Instant::now() + Duration::from_millis((expected as f64 * tolerance) as u64 + 100)
-}
-
-/// Runs the decoded frames in order. False when the connection must close (after an
-/// ERROR has been queued).
-async fn run_frames(session: &mut Session, frames: &mut Vec<Frame>) -> bool {
-    let mut pending: Option<Append> = None;
-    let mut ok = true;
-    for frame in frames.drain(..) {
-        if !ok {
-            continue;
-        }
-        let receipt = frame.header("receipt").map(str::to_string);
-        if let Err(e) = run_frame(session, frame, &mut pending).await {
-            // Appends before the bad frame still happen and get their receipts.
-            flush(session, &mut pending).await;
-            session.reject(&e, receipt.as_deref()).await;
-            ok = false;
-        }
-        if session.closing {
-            break;
-        }
-    }
-    frames.clear();
-    if ok {
-        ok = flush(session, &mut pending).await;
-    }
-    ok
-}
-
-async fn run_frame(
-    session: &mut Session,
-    frame: Frame,
-    pending: &mut Option<Append>,
-) -> Result<(), StompError> {
-    if !session.connected && !matches!(frame.command, Command::Connect | Command::Stomp) {
-        return Err(StompError::protocol(format!(
-            "{} before CONNECT",
-            frame.command.as_str()
-        )));
-    }
-    if let (Command::Send | Command::Ack | Command::Nack, Some(tx)) =
-        (frame.command, frame.header("transaction"))
-    {
-        let tx = tx.to_string();
-        return session.hold_in_transaction(&tx, frame).await;
-    }
-    if frame.command != Command::Send && pending.is_some() && !flush(session, pending).await {
-        return Err(StompError::protocol("append failed"));
-    }
-    match frame.command {
-        Command::Connect | Command::Stomp => session.on_connect(&frame).await,
-        Command::Send => {
-            let receipt = frame.header("receipt").map(str::to_string);
-            match session.prepare_send(frame).await? {
-                None => {
-                    flush(session, pending).await;
-                    if let Some(r) = receipt {
-                        session.send_receipt(&r).await;
-                    }
-                }
-                Some(append) => {
-                    let rest = match pending {
-                        Some(p) => p.merge(append),
-                        None => Some(append),
-                    };
-                    if let Some(next) = rest {
-                        flush(session, pending).await;
-                        *pending = Some(next);
-                    }
-                }
-            }
-            Ok(())
-        }
-        Command::Subscribe => session.on_subscribe(&frame).await,
-        Command::Unsubscribe => session.on_unsubscribe(&frame).await,
-        Command::Ack => {
-            session.on_ack(&frame)?;
-            session.receipt_for(&frame).await;
-            Ok(())
-        }
-        Command::Nack => {
-            session.on_nack(&frame)?;
-            session.receipt_for(&frame).await;
-            Ok(())
-        }
-        Command::Begin => session.on_begin(&frame).await,
-        Command::Commit => session.on_commit(&frame).await,
-        Command::Abort => session.on_abort(&frame).await,
-        Command::Disconnect => session.on_disconnect(&frame).await,
-        Command::Connected | Command::Message | Command::Receipt | Command::Error => Err(
-            StompError::protocol(format!("{} is a server frame", frame.command.as_str())),
-        ),
-    }
-}
-
-/// Appends the batched SENDs and sends their receipts. False (after an ERROR) on failure.
-async fn flush(session: &Session, pending: &mut Option<Append>) -> bool {
-    let Some(append) = pending.take() else {
-        return true;
-    };
-    match append.run().await {
-        Ok(()) => {
-            for r in &append.receipts {
-                session.send_receipt(r).await;
-            }
-            true
-        }
-        Err(e) => {
-            session
-                .reject(&e, append.receipts.first().map(String::as_str))
-                .await;
-            false
-        }
-    }
 }

@@ -17,10 +17,12 @@
 //! The codec ([`decode`], [`encode`]) is sans-io and bounded; each client command has its
 //! own handler file under `handlers/`.
 
+mod command;
 mod config;
 mod conn;
 pub mod decode;
 mod dest;
+mod dispatch;
 pub mod encode;
 pub mod error;
 pub mod frame;

@@ -15,7 +15,8 @@ use crate::config::Config;
 use crate::dest::Dest;
 use crate::encode::FrameWriter;
 use crate::error::StompError;
-use crate::frame::{Command, Frame, Version};
+use crate::command::Request;
+use crate::frame::{Command, Version};
 use crate::temp::TempQueues;
 use crate::writer::ConnOut;
 
@@ -83,7 +84,7 @@ pub(crate) struct Session {
     pub next_sub: u64,
     /// Temp queue NAME -> its registry id.
     pub temps: HashMap<String, String>,
-    pub transactions: HashMap<String, Vec<Frame>>,
+    pub transactions: HashMap<String, Vec<Request>>,
     /// Negotiated heart-beat intervals: (expected from the client, sent by us), ms.
     pub heartbeat: (u64, u64),
 }
@@ -111,13 +112,6 @@ impl Session {
 
     pub fn next_message_id(&self) -> u64 {
         self.shared.next_message.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Sends a RECEIPT if the frame asked for one.
-    pub async fn receipt_for(&self, frame: &Frame) {
-        if let Some(r) = frame.header("receipt") {
-            self.send_receipt(r).await;
-        }
     }
 
     pub async fn send_receipt(&self, receipt: &str) {

@@ -1,17 +1,15 @@
 //! ABORT: drops everything the transaction held.
 
 use crate::error::StompError;
-use crate::frame::Frame;
-use crate::handlers::required;
 use crate::session::Session;
 
 impl Session {
-    pub(crate) async fn on_abort(&mut self, frame: &Frame) -> Result<(), StompError> {
-        let tx = required(frame, "transaction")?;
-        if self.transactions.remove(tx).is_none() {
-            return Err(StompError::protocol(format!("unknown transaction {tx:?}")));
+    pub(crate) fn on_abort(&mut self, transaction: &str) -> Result<(), StompError> {
+        if self.transactions.remove(transaction).is_none() {
+            return Err(StompError::protocol(format!(
+                "unknown transaction {transaction:?}"
+            )));
         }
-        self.receipt_for(frame).await;
         Ok(())
     }
 }

@@ -2,42 +2,22 @@
 //! for ack mode `client`. Acks of topic and temp-queue messages (never redelivered) and
 //! of messages no longer in flight are accepted and ignored.
 
-use crate::error::StompError;
-use crate::frame::{Frame, Version};
+use crate::command::Settle;
 use crate::queue_sub::parse_message_id;
 use crate::session::{AckMode, Session, SubKind};
 
 impl Session {
-    pub(crate) fn on_ack(&mut self, frame: &Frame) -> Result<(), StompError> {
-        self.settle(frame, None)
+    pub(crate) fn on_ack(&mut self, settle: &Settle) {
+        self.settle(settle, None)
     }
 
     /// ACK (`requeue` None) or NACK (`Some(requeue)`).
-    pub(crate) fn settle(
-        &mut self,
-        frame: &Frame,
-        requeue: Option<bool>,
-    ) -> Result<(), StompError> {
-        // 1.2 names the message by `id` (the MESSAGE's `ack` header) and requires it;
-        // 1.0 and 1.1 use `message-id`.
-        let id = if self.version == Version::V1_2 {
-            frame.header("id")
-        } else {
-            frame.header("message-id").or_else(|| frame.header("id"))
-        };
-        let id = id.ok_or_else(|| {
-            let name = if self.version == Version::V1_2 {
-                "id"
-            } else {
-                "message-id"
-            };
-            StompError::missing(name, frame.command.as_str())
-        })?;
-        let Some((num, offset)) = parse_message_id(self.id(), id) else {
-            return Ok(());
+    pub(crate) fn settle(&mut self, settle: &Settle, requeue: Option<bool>) {
+        let Some((num, offset)) = parse_message_id(self.id(), &settle.id) else {
+            return;
         };
         let Some(sub) = self.sub_ids.get(&num).and_then(|s| self.subs.get(s)) else {
-            return Ok(());
+            return;
         };
         if let SubKind::Queue { queue, consumer } = &sub.kind {
             let cumulative = sub.ack == AckMode::Client;
@@ -46,6 +26,5 @@ impl Session {
                 Some(r) => queue.nack(*consumer, offset, cumulative, r),
             };
         }
-        Ok(())
     }
 }

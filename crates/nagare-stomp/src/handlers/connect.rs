@@ -6,17 +6,18 @@ use bytes::BytesMut;
 
 use crate::encode::FrameWriter;
 use crate::error::StompError;
-use crate::frame::{Command, Frame, Version};
+use crate::command::Connect;
+use crate::frame::{Command, Version};
 use crate::session::Session;
 
 const SUPPORTED: &str = "1.0,1.1,1.2";
 
 impl Session {
-    pub(crate) async fn on_connect(&mut self, frame: &Frame) -> Result<(), StompError> {
+    pub(crate) async fn on_connect(&mut self, connect: Connect) -> Result<(), StompError> {
         if self.connected {
             return Err(StompError::protocol("already connected"));
         }
-        let version = match frame.header("accept-version") {
+        let version = match connect.accept_version.as_deref() {
             // No header: a 1.0 client.
             None => Version::V1_0,
             Some(list) => match list.split(',').filter_map(Version::parse).max() {
@@ -29,8 +30,8 @@ impl Session {
         };
         let cfg = &self.shared.config;
         if !cfg.vhost.is_empty() {
-            if let Some(host) = frame.header("host") {
-                if host != cfg.vhost {
+            if let Some(host) = &connect.host {
+                if host.as_str() != cfg.vhost {
                     return Err(StompError::protocol(format!(
                         "virtual host {host:?} not found"
                     )));
@@ -38,19 +39,15 @@ impl Session {
             }
         }
         if !cfg.login.is_empty() || !cfg.passcode.is_empty() {
-            let ok = frame.header("login") == Some(cfg.login.as_str())
-                && frame.header("passcode") == Some(cfg.passcode.as_str());
+            let ok = connect.login.as_deref() == Some(cfg.login.as_str())
+                && connect.passcode.as_deref() == Some(cfg.passcode.as_str());
             if !ok {
                 return Err(StompError::protocol(
                     "access refused: bad login or passcode",
                 ));
             }
         }
-        let (cx, cy) = match frame.header("heart-beat") {
-            None => (0, 0),
-            Some(hb) => parse_heartbeat(hb)
-                .ok_or_else(|| StompError::protocol(format!("invalid heart-beat {hb:?}")))?,
-        };
+        let (cx, cy) = connect.heartbeat;
         let s = cfg.heartbeat_ms;
         // The spec: each direction is the larger of what one side can do and the other
         // wants, 0 on either side meaning none.
@@ -94,9 +91,4 @@ impl Session {
         );
         self.out.send(buf.freeze()).await;
     }
-}
-
-fn parse_heartbeat(v: &str) -> Option<(u64, u64)> {
-    let (a, b) = v.split_once(',')?;
-    Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
 }

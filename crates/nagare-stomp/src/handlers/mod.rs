@@ -1,5 +1,7 @@
-//! One file per client command. Each is a method on [`Session`](crate::session::Session);
-//! an `Err` is answered with ERROR and closes the connection.
+//! One file per client command. Each applies an already parsed and validated command
+//! ([`crate::command`]) as a method on [`Session`](crate::session::Session); an `Err` is
+//! answered with ERROR and closes the connection. Receipts are the dispatcher's job
+//! (`crate::dispatch`), except where a handler decides when they are owed (SEND).
 
 mod abort;
 mod ack;
@@ -11,13 +13,3 @@ mod nack;
 pub(crate) mod send;
 mod subscribe;
 mod unsubscribe;
-
-use crate::error::StompError;
-use crate::frame::Frame;
-
-/// The value of a required header.
-pub(crate) fn required<'a>(frame: &'a Frame, name: &str) -> Result<&'a str, StompError> {
-    frame
-        .header(name)
-        .ok_or_else(|| StompError::missing(name, frame.command.as_str()))
-}

@@ -10,10 +10,9 @@ use nagare_core::log::batch::NewRecord;
 use nagare_core::queues::Queue;
 use nagare_core::{AckLevel, CoreError, Partition};
 
+use crate::command::Send;
 use crate::dest::Dest;
 use crate::error::StompError;
-use crate::frame::Frame;
-use crate::handlers::required;
 use crate::message::{MessageHead, KEY_HEADER, SEND_ONLY};
 use crate::session::Session;
 use crate::temp::TempTarget;
@@ -123,27 +122,32 @@ impl Append {
 
 impl Session {
     /// Handles a SEND up to the append: temp-queue messages are delivered here and
-    /// `None` is returned; log destinations return what to append.
-    pub(crate) async fn prepare_send(
+    /// `None` is returned; log destinations return what to append, which then owes the
+    /// `receipt` (taken out of the caller's hands only then: on `None` or an error the
+    /// caller still answers it).
+    pub(crate) fn prepare_send(
         &mut self,
-        frame: Frame,
+        send: Send,
+        receipt: &mut Option<String>,
     ) -> Result<Option<Append>, StompError> {
-        let dest_str = required(&frame, "destination")?;
-        let dest = Dest::parse(dest_str)?;
-        let mut headers = frame.headers;
+        let Send {
+            dest,
+            mut headers,
+            body,
+            ..
+        } = send;
         self.rewrite_reply_to(&mut headers);
-        let receipt = first(&headers, "receipt").map(str::to_string);
         match dest {
             Dest::TempQueue(name) => {
                 let id = self.ensure_temp(&name);
                 if let Some(t) = self.shared.temp.get(&id) {
-                    self.deliver_temp(&t, &headers, &frame.body);
+                    self.deliver_temp(&t, &headers, &body);
                 }
                 Ok(None)
             }
             Dest::ReplyQueue(id) => {
                 match self.shared.temp.get(&id) {
-                    Some(t) => self.deliver_temp(&t, &headers, &frame.body),
+                    Some(t) => self.deliver_temp(&t, &headers, &body),
                     None => tracing::debug!(id, "reply to a temp queue that no longer exists"),
                 }
                 Ok(None)
@@ -151,12 +155,12 @@ impl Session {
             Dest::Queue(name) => {
                 let queue = self.shared.queues.queue(&name)?;
                 let durable = receipt.is_some();
-                let record = to_record(&headers, frame.body);
+                let record = to_record(&headers, body);
                 Ok(Some(Append::new(
                     Target::Queue(queue),
                     record,
                     durable,
-                    receipt,
+                    receipt.take(),
                 )))
             }
             Dest::Topic(name) => {
@@ -167,12 +171,12 @@ impl Session {
                     None => self.next_message_id() % n,
                 };
                 let partition = topic.partition(index as i32)?;
-                let record = to_record(&headers, frame.body);
+                let record = to_record(&headers, body);
                 Ok(Some(Append::new(
                     Target::Partition(partition),
                     record,
                     false,
-                    receipt,
+                    receipt.take(),
                 )))
             }
         }

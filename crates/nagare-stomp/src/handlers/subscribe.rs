@@ -3,44 +3,40 @@
 
 use std::sync::Arc;
 
+use crate::command::Subscribe;
 use crate::dest::Dest;
 use crate::error::StompError;
-use crate::frame::{Frame, Version};
-use crate::handlers::required;
+use crate::frame::Version;
 use crate::message::MessageHead;
 use crate::queue_sub::StompQueueSink;
 use crate::session::{AckMode, Session, SubKind, Subscription};
-use crate::topic_sub::{self, StartAt};
+use crate::topic_sub;
 
 impl Session {
-    pub(crate) async fn on_subscribe(&mut self, frame: &Frame) -> Result<(), StompError> {
-        let dest_str = required(frame, "destination")?;
-        let dest = Dest::parse(dest_str)?;
-        let id = match (frame.header("id"), self.version) {
-            (Some(id), _) => id.to_string(),
-            (None, Version::V1_0) => dest_str.to_string(),
-            (None, _) => return Err(StompError::missing("id", "SUBSCRIBE")),
-        };
+    pub(crate) fn on_subscribe(&mut self, sub: Subscribe) -> Result<(), StompError> {
+        let Subscribe {
+            destination,
+            dest,
+            id,
+            ack,
+            start,
+            prefetch,
+        } = sub;
         if self.subs.contains_key(&id) {
             return Err(StompError::protocol(format!(
                 "subscription id {id:?} is already in use on this connection"
             )));
         }
-        let ack = AckMode::parse(frame.header("ack"))
-            .ok_or_else(|| StompError::protocol("ack must be auto, client or client-individual"))?;
         let num = self.next_sub;
         self.next_sub += 1;
         let head = MessageHead {
             version: self.version,
-            destination: dest_str.to_string(),
+            destination: destination.clone(),
             subscription: id.clone(),
             ack_header: self.version == Version::V1_2 && ack != AckMode::Auto,
         };
         let kind = match &dest {
             Dest::Topic(name) => {
-                let start = StartAt::parse(frame.header("x-stream-offset")).ok_or_else(|| {
-                    StompError::protocol("x-stream-offset must be first, last, next or an offset")
-                })?;
                 let topic = self.shared.broker.topic_or_create(name)?;
                 let tasks = topic
                     .partitions()
@@ -51,7 +47,7 @@ impl Session {
             }
             Dest::Queue(name) => {
                 let queue = self.shared.queues.queue(name)?;
-                let prefetch = self.prefetch(frame)?;
+                let prefetch = self.prefetch(prefetch);
                 let sink = Arc::new(StompQueueSink {
                     out: self.out.clone(),
                     head,
@@ -68,10 +64,11 @@ impl Session {
                 if let Some(t) = self.shared.temp.get(&tid) {
                     let mut h = t.head.write();
                     h.subscription = id.clone();
-                    h.destination = dest_str.to_string();
+                    h.destination = destination;
                 }
                 SubKind::Temp { name: name.clone() }
             }
+            // Refused by the parse step.
             Dest::ReplyQueue(_) => {
                 return Err(StompError::protocol(
                     "reply queues can be sent to, not subscribed to",
@@ -88,28 +85,19 @@ impl Session {
                 kind,
             },
         );
-        self.receipt_for(frame).await;
         Ok(())
     }
 
-    fn prefetch(&self, frame: &Frame) -> Result<usize, StompError> {
+    /// The prefetch a queue subscription gets: the default if none was asked for, and
+    /// never more than the configured bound (0, "unlimited" to RabbitMQ, gets the bound).
+    fn prefetch(&self, asked: Option<usize>) -> usize {
         let cfg = &self.shared.config;
-        let raw = frame
-            .header("prefetch-count")
-            .or_else(|| frame.header("activemq.prefetchSize"));
-        let n = match raw {
-            None => cfg.default_prefetch,
-            Some(v) => v
-                .trim()
-                .parse::<usize>()
-                .map_err(|_| StompError::protocol(format!("invalid prefetch-count {v:?}")))?,
-        };
-        // 0 ("unlimited" to RabbitMQ) still gets a bound.
-        Ok(if n == 0 {
+        let n = asked.unwrap_or(cfg.default_prefetch);
+        if n == 0 {
             cfg.max_prefetch
         } else {
             n.min(cfg.max_prefetch)
         }
-        .max(1))
+        .max(1)
     }
 }

@@ -3,19 +3,13 @@
 
 use crate::dest::Dest;
 use crate::error::StompError;
-use crate::frame::Frame;
 use crate::session::{end_subscription, Session, SubKind};
 
 impl Session {
-    pub(crate) async fn on_unsubscribe(&mut self, frame: &Frame) -> Result<(), StompError> {
-        let id = frame
-            .header("id")
-            .or_else(|| frame.header("destination"))
-            .ok_or_else(|| StompError::missing("id", "UNSUBSCRIBE"))?
-            .to_string();
+    pub(crate) fn on_unsubscribe(&mut self, id: &str) -> Result<(), StompError> {
         let sub = self
             .subs
-            .remove(&id)
+            .remove(id)
             .ok_or_else(|| StompError::protocol(format!("no subscription with id {id:?}")))?;
         self.sub_ids.remove(&sub.num);
         if let (SubKind::Temp { name }, Dest::TempQueue(_)) = (&sub.kind, &sub.dest) {
@@ -31,7 +25,6 @@ impl Session {
             }
         }
         end_subscription(sub);
-        self.receipt_for(frame).await;
         Ok(())
     }
 }
