@@ -1,6 +1,6 @@
 //! Client frames as typed commands. A decoded [`Frame`] is parsed and validated once, here:
 //! every header a command needs is read once and checked (missing or invalid headers,
-//! destinations), so the handlers under `handlers/` only apply a well-formed command to
+//! destinations), so the handlers under `session/handlers/` only apply a well-formed command to
 //! the session. The ERROR texts are the ones clients have always seen.
 
 use bytes::Bytes;
@@ -294,13 +294,17 @@ mod tests {
             );
         }
         let bare = parse(Frame::new(Command::Connect), Version::V1_0);
-        assert!(matches!(bare, Ok(ClientCommand::Connect(Connect { accept_version: None, heartbeat: (0, 0), .. }))));
+        assert!(matches!(
+            bare,
+            Ok(ClientCommand::Connect(Connect {
+                accept_version: None,
+                heartbeat: (0, 0),
+                ..
+            }))
+        ));
         for hb in ["", "10", "a,b", "1,-1"] {
             let f = Frame::new(Command::Connect).with_header("heart-beat", hb);
-            assert_eq!(
-                err(f, Version::V1_0),
-                format!("invalid heart-beat {hb:?}")
-            );
+            assert_eq!(err(f, Version::V1_0), format!("invalid heart-beat {hb:?}"));
         }
     }
 
@@ -377,9 +381,14 @@ mod tests {
         .expect("1.0 subscribe") else {
             panic!("not a subscribe")
         };
-        assert_eq!((s.id.as_str(), s.prefetch, s.ack), ("/queue/q", Some(3), AckMode::Auto));
+        assert_eq!(
+            (s.id.as_str(), s.prefetch, s.ack),
+            ("/queue/q", Some(3), AckMode::Auto)
+        );
         let ClientCommand::Subscribe(s) = parse(
-            sub("/topic/t").with_header("id", "1").with_header("x-stream-offset", "first"),
+            sub("/topic/t")
+                .with_header("id", "1")
+                .with_header("x-stream-offset", "first"),
             V12,
         )
         .expect("topic subscribe") else {
@@ -396,19 +405,28 @@ mod tests {
             "SUBSCRIBE frame without the required 'id' header"
         );
         assert_eq!(
-            err(sub("/queue/q").with_header("id", "1").with_header("ack", "sometimes"), V12),
+            err(
+                sub("/queue/q")
+                    .with_header("id", "1")
+                    .with_header("ack", "sometimes"),
+                V12
+            ),
             "ack must be auto, client or client-individual"
         );
         assert_eq!(
             err(
-                sub("/topic/t").with_header("id", "1").with_header("x-stream-offset", "soon"),
+                sub("/topic/t")
+                    .with_header("id", "1")
+                    .with_header("x-stream-offset", "soon"),
                 V12
             ),
             "x-stream-offset must be first, last, next or an offset"
         );
         assert_eq!(
             err(
-                sub("/queue/q").with_header("id", "1").with_header("prefetch-count", "-1"),
+                sub("/queue/q")
+                    .with_header("id", "1")
+                    .with_header("prefetch-count", "-1"),
                 V12
             ),
             "invalid prefetch-count \"-1\""
@@ -420,12 +438,16 @@ mod tests {
         assert!(err(sub("/queue/").with_header("id", "1"), V12).starts_with("unknown destination"));
         // Headers that only matter to another kind of destination are not validated.
         assert!(parse(
-            sub("/queue/q").with_header("id", "1").with_header("x-stream-offset", "soon"),
+            sub("/queue/q")
+                .with_header("id", "1")
+                .with_header("x-stream-offset", "soon"),
             V12
         )
         .is_ok());
         assert!(parse(
-            sub("/topic/t").with_header("id", "1").with_header("prefetch-count", "x"),
+            sub("/topic/t")
+                .with_header("id", "1")
+                .with_header("prefetch-count", "x"),
             V12
         )
         .is_ok());
@@ -436,11 +458,16 @@ mod tests {
         let by_id = Frame::new(Command::Unsubscribe)
             .with_header("id", "s1")
             .with_header("destination", "/queue/q");
-        assert_eq!(parse(by_id, V12), Ok(ClientCommand::Unsubscribe { id: "s1".into() }));
+        assert_eq!(
+            parse(by_id, V12),
+            Ok(ClientCommand::Unsubscribe { id: "s1".into() })
+        );
         let by_dest = Frame::new(Command::Unsubscribe).with_header("destination", "/queue/q");
         assert_eq!(
             parse(by_dest, Version::V1_0),
-            Ok(ClientCommand::Unsubscribe { id: "/queue/q".into() })
+            Ok(ClientCommand::Unsubscribe {
+                id: "/queue/q".into()
+            })
         );
         assert_eq!(
             err(Frame::new(Command::Unsubscribe), V12),
@@ -460,10 +487,19 @@ mod tests {
             id: id.into(),
             transaction: Some("t".into()),
         };
-        assert_eq!(parse(f(Command::Ack), V12), Ok(ClientCommand::Ack(settle("i"))));
-        assert_eq!(parse(f(Command::Ack), Version::V1_1), Ok(ClientCommand::Ack(settle("m"))));
         assert_eq!(
-            parse(f(Command::Nack).with_header("requeue", "false"), Version::V1_1),
+            parse(f(Command::Ack), V12),
+            Ok(ClientCommand::Ack(settle("i")))
+        );
+        assert_eq!(
+            parse(f(Command::Ack), Version::V1_1),
+            Ok(ClientCommand::Ack(settle("m")))
+        );
+        assert_eq!(
+            parse(
+                f(Command::Nack).with_header("requeue", "false"),
+                Version::V1_1
+            ),
             Ok(ClientCommand::Nack {
                 settle: settle("m"),
                 requeue: false
@@ -475,7 +511,9 @@ mod tests {
         ));
         // 1.0 and 1.1 fall back to `id`; 1.2 requires it.
         let only_id = Frame::new(Command::Ack).with_header("id", "i");
-        assert!(matches!(parse(only_id, Version::V1_0), Ok(ClientCommand::Ack(Settle { id, transaction: None })) if id == "i"));
+        assert!(
+            matches!(parse(only_id, Version::V1_0), Ok(ClientCommand::Ack(Settle { id, transaction: None })) if id == "i")
+        );
         let only_message_id = Frame::new(Command::Nack).with_header("message-id", "m");
         assert_eq!(
             err(only_message_id, V12),
@@ -515,7 +553,10 @@ mod tests {
 
     #[test]
     fn disconnect_parses_and_server_frames_are_refused() {
-        assert_eq!(parse(Frame::new(Command::Disconnect), V12), Ok(ClientCommand::Disconnect));
+        assert_eq!(
+            parse(Frame::new(Command::Disconnect), V12),
+            Ok(ClientCommand::Disconnect)
+        );
         for cmd in [
             Command::Connected,
             Command::Message,

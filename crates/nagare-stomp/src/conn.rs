@@ -12,8 +12,8 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::decode::Decoder;
-use crate::error::StompError;
 use crate::dispatch::run_frames;
+use crate::error::StompError;
 use crate::frame::Command;
 use crate::session::{Session, Shared};
 use crate::writer;
@@ -50,7 +50,7 @@ pub(crate) async fn handle(stream: TcpStream, shared: Arc<Shared>) {
                 break;
             }
         }
-        if session.connected {
+        if session.connected() {
             deadline = next_deadline(&session, &shared);
         }
         // Decode and run every complete frame. A CONNECT ends a round early: the frames
@@ -71,18 +71,18 @@ pub(crate) async fn handle(stream: TcpStream, shared: Arc<Shared>) {
                     }
                 }
             }
-            let was_connected = session.connected;
+            let was_connected = session.connected();
             // Frames before a bad one still run; then the bad one is refused.
-            if !run_frames(&mut session, &mut frames).await || session.closing {
+            if !run_frames(&mut session, &mut frames).await || session.closing() {
                 break 'conn;
             }
             if let Some(e) = bad {
                 session.reject(&StompError::from(e), None).await;
                 break 'conn;
             }
-            if session.connected && !was_connected {
-                decoder.version = session.version;
-                let _ = heartbeat_tx.send(session.heartbeat.1);
+            if session.connected() && !was_connected {
+                decoder.version = session.version();
+                let _ = heartbeat_tx.send(session.heartbeat().1);
                 deadline = next_deadline(&session, &shared);
             }
             if !saw_connect {
@@ -97,7 +97,7 @@ pub(crate) async fn handle(stream: TcpStream, shared: Arc<Shared>) {
 
 /// When the client must have sent something by (far away without heart-beats).
 fn next_deadline(session: &Session, shared: &Shared) -> Instant {
-    let expected = session.heartbeat.0;
+    let expected = session.heartbeat().0;
     if expected == 0 {
         return Instant::now() + Duration::from_secs(365 * 24 * 3600);
     }

@@ -6,7 +6,7 @@
 use crate::command::{ClientCommand, Request};
 use crate::error::StompError;
 use crate::frame::{Command, Frame};
-use crate::handlers::send::Append;
+use crate::session::Append;
 use crate::session::Session;
 
 /// Runs the decoded frames in order. False when the connection must close (after an
@@ -24,7 +24,7 @@ pub(crate) async fn run_frames(session: &mut Session, frames: &mut Vec<Frame>) -
             session.reject(&e, receipt.as_deref()).await;
             ok = false;
         }
-        if session.closing {
+        if session.closing() {
             break;
         }
     }
@@ -43,7 +43,7 @@ async fn run_frame(
     frame: Frame,
     pending: &mut Option<Append>,
 ) -> Result<(), Refusal> {
-    if !session.connected && !matches!(frame.command, Command::Connect | Command::Stomp) {
+    if !session.connected() && !matches!(frame.command, Command::Connect | Command::Stomp) {
         let receipt = frame.header("receipt").map(str::to_string);
         let e = StompError::protocol(format!("{} before CONNECT", frame.command.as_str()));
         return Err((e, receipt));
@@ -51,7 +51,7 @@ async fn run_frame(
     let Request {
         mut receipt,
         command,
-    } = Request::parse(frame, session.version)?;
+    } = Request::parse(frame, session.version())?;
     if let Some(tx) = command.transaction() {
         let tx = tx.to_string();
         let request = Request {
@@ -148,3 +148,6 @@ async fn flush(session: &Session, pending: &mut Option<Append>) -> bool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

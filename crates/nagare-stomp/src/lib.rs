@@ -15,7 +15,7 @@
 //!   (ActiveMQ's way) works too. The queue dies with its connection.
 //!
 //! The codec ([`decode`], [`encode`]) is sans-io and bounded; each client command has its
-//! own handler file under `handlers/`.
+//! own handler file under `session/handlers/`.
 
 mod command;
 mod config;
@@ -26,7 +26,6 @@ mod dispatch;
 pub mod encode;
 pub mod error;
 pub mod frame;
-mod handlers;
 mod message;
 mod queue_sub;
 mod session;

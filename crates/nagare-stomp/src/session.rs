@@ -1,6 +1,11 @@
 //! The state of one connection, owned by its reading task: negotiated version,
-//! subscriptions, temp queues and open transactions. Handlers (one file per command in
-//! `handlers/`) are methods on it.
+//! subscriptions, temp queues and open transactions. Its fields are private: the handlers
+//! (one file per command in `session/handlers/`) are methods on it, and the connection
+//! loop reads what it needs through accessors.
+
+mod handlers;
+
+pub(crate) use handlers::send::Append;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,11 +16,11 @@ use nagare_core::queues::{ConsumerId, Queue, Queues};
 use nagare_core::Broker;
 use tokio::task::JoinHandle;
 
+use crate::command::Request;
 use crate::config::Config;
 use crate::dest::Dest;
 use crate::encode::FrameWriter;
 use crate::error::StompError;
-use crate::command::Request;
 use crate::frame::{Command, Version};
 use crate::temp::TempQueues;
 use crate::writer::ConnOut;
@@ -73,20 +78,20 @@ pub(crate) struct Subscription {
 }
 
 pub(crate) struct Session {
-    pub shared: Arc<Shared>,
-    pub out: ConnOut,
-    pub version: Version,
-    pub connected: bool,
+    shared: Arc<Shared>,
+    out: ConnOut,
+    version: Version,
+    connected: bool,
     /// Set by DISCONNECT: stop reading after this frame.
-    pub closing: bool,
-    pub subs: HashMap<String, Subscription>,
-    pub sub_ids: HashMap<u64, String>,
-    pub next_sub: u64,
+    closing: bool,
+    subs: HashMap<String, Subscription>,
+    sub_ids: HashMap<u64, String>,
+    next_sub: u64,
     /// Temp queue NAME -> its registry id.
-    pub temps: HashMap<String, String>,
-    pub transactions: HashMap<String, Vec<Request>>,
+    temps: HashMap<String, String>,
+    transactions: HashMap<String, Vec<Request>>,
     /// Negotiated heart-beat intervals: (expected from the client, sent by us), ms.
-    pub heartbeat: (u64, u64),
+    heartbeat: (u64, u64),
 }
 
 impl Session {
@@ -104,6 +109,25 @@ impl Session {
             transactions: HashMap::new(),
             heartbeat: (0, 0),
         }
+    }
+
+    /// Whether CONNECT has been accepted.
+    pub fn connected(&self) -> bool {
+        self.connected
+    }
+
+    /// Set by DISCONNECT: stop reading after this frame.
+    pub fn closing(&self) -> bool {
+        self.closing
+    }
+
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// Negotiated heart-beat intervals: (expected from the client, sent by us), ms.
+    pub fn heartbeat(&self) -> (u64, u64) {
+        self.heartbeat
     }
 
     pub fn id(&self) -> u64 {

@@ -4,9 +4,9 @@ use std::sync::atomic::Ordering;
 
 use bytes::BytesMut;
 
+use crate::command::Connect;
 use crate::encode::FrameWriter;
 use crate::error::StompError;
-use crate::command::Connect;
 use crate::frame::{Command, Version};
 use crate::session::Session;
 

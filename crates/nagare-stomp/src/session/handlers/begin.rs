@@ -22,9 +22,10 @@ impl Session {
         request: Request,
     ) -> Result<(), StompError> {
         let max = self.shared.config.max_transaction_frames;
-        let held = self.transactions.get_mut(transaction).ok_or_else(|| {
-            StompError::protocol(format!("unknown transaction {transaction:?}"))
-        })?;
+        let held = self
+            .transactions
+            .get_mut(transaction)
+            .ok_or_else(|| StompError::protocol(format!("unknown transaction {transaction:?}")))?;
         if held.len() >= max {
             return Err(StompError::protocol(format!(
                 "transaction {transaction:?} holds more than {max} frames"

@@ -6,9 +6,10 @@ use crate::session::Session;
 
 impl Session {
     pub(crate) async fn on_commit(&mut self, transaction: &str) -> Result<(), StompError> {
-        let held = self.transactions.remove(transaction).ok_or_else(|| {
-            StompError::protocol(format!("unknown transaction {transaction:?}"))
-        })?;
+        let held = self
+            .transactions
+            .remove(transaction)
+            .ok_or_else(|| StompError::protocol(format!("unknown transaction {transaction:?}")))?;
         for mut request in held {
             match request.command {
                 // The held SEND's receipt was answered when it was held; it still asks
