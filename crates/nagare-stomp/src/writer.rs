@@ -331,3 +331,106 @@ fn settle_auto_acks(acks: &mut Vec<AutoAck>) {
     }
     acks.clear();
 }
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncReadExt;
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::*;
+    use crate::decode::{Decoder, Limits};
+    use crate::encode::FrameWriter;
+    use crate::frame::{Command, Version};
+
+    /// A writer over one end of a loopback socket, and the other end.
+    async fn pair(
+        budget: usize,
+    ) -> (
+        ConnOut,
+        watch::Receiver<bool>,
+        watch::Sender<u64>,
+        TcpStream,
+    ) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let peer = TcpStream::connect(listener.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        let (server, _) = listener.accept().await.expect("accept");
+        let (_, wr) = server.into_split();
+        let (out, dead, hb) = spawn(7, wr, budget);
+        (out, dead, hb, peer)
+    }
+
+    fn receipt(sender: usize, seq: usize) -> Bytes {
+        let mut buf = BytesMut::new();
+        let mut w = FrameWriter::begin(&mut buf, Version::V1_2, Command::Receipt);
+        w.header("receipt-id", &format!("{sender}-{seq}"));
+        w.body(&[b'x'; 300], true);
+        buf.freeze()
+    }
+
+    #[tokio::test]
+    async fn frames_of_concurrent_senders_arrive_whole_and_in_each_senders_order() {
+        const SENDERS: usize = 4;
+        const FRAMES: usize = 3000;
+        // A small budget and a peer that reads late: the fast path, the queue and waiting
+        // for budget are all taken.
+        let (out, _dead, _hb, mut peer) = pair(4096).await;
+        let senders: Vec<_> = (0..SENDERS)
+            .map(|s| {
+                let out = out.clone();
+                tokio::spawn(async move {
+                    for i in 0..FRAMES {
+                        assert!(out.send(receipt(s, i)).await);
+                    }
+                })
+            })
+            .collect();
+        let mut decoder = Decoder::new(Limits::default());
+        decoder.version = Version::V1_2;
+        let mut buf = BytesMut::new();
+        let mut next = [0usize; SENDERS];
+        let mut got = 0;
+        while got < SENDERS * FRAMES {
+            while let Some(f) = decoder.decode(&mut buf).expect("whole frames") {
+                let id = f.header("receipt-id").expect("receipt-id");
+                let (s, i) = id.split_once('-').expect("s-i");
+                let (s, i): (usize, usize) = (s.parse().expect("s"), i.parse().expect("i"));
+                assert_eq!(i, next[s], "sender {s} out of order");
+                assert_eq!(f.body.len(), 300);
+                next[s] += 1;
+                got += 1;
+            }
+            if got == SENDERS * FRAMES {
+                break;
+            }
+            let n = tokio::time::timeout(Duration::from_secs(10), peer.read_buf(&mut buf))
+                .await
+                .expect("data within 10 s")
+                .expect("read");
+            assert!(n > 0, "closed early");
+        }
+        for s in senders {
+            s.await.expect("sender");
+        }
+    }
+
+    #[tokio::test]
+    async fn close_writes_what_came_before_then_ends_the_connection() {
+        let (out, mut dead, _hb, mut peer) = pair(1 << 20).await;
+        assert!(out.send(receipt(0, 0)).await);
+        out.close();
+        let mut all = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), peer.read_to_end(&mut all))
+            .await
+            .expect("EOF within 10 s")
+            .expect("read");
+        assert_eq!(all, receipt(0, 0).to_vec());
+        tokio::time::timeout(Duration::from_secs(10), dead.wait_for(|d| *d))
+            .await
+            .expect("dead within 10 s")
+            .expect("watch");
+        assert!(out.is_closed());
+        assert!(!out.send(receipt(0, 1)).await);
+    }
+}
