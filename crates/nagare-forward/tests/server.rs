@@ -322,12 +322,21 @@ async fn handshake_with_shared_key_and_user() {
 async fn udp_heartbeat_is_answered() {
     let srv = start(Config::default()).await;
     let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    sock.send_to(&[0u8], srv.addr).await.unwrap();
+    // UDP is lossy and the heartbeat socket may be bound a moment after the TCP one:
+    // resend like Fluentd's heartbeat does, until an answer or the deadline.
     let mut b = [9u8; 8];
-    let (n, _) = tokio::time::timeout(Duration::from_secs(5), sock.recv_from(&mut b))
-        .await
-        .unwrap()
-        .unwrap();
+    let answered = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            sock.send_to(&[0u8], srv.addr).await.unwrap();
+            if let Ok(got) =
+                tokio::time::timeout(Duration::from_millis(200), sock.recv_from(&mut b)).await
+            {
+                return got.unwrap().0;
+            }
+        }
+    })
+    .await;
+    let n = answered.expect("no heartbeat answer within 5 s");
     assert_eq!(&b[..n], &[0u8]);
 }
 

@@ -308,7 +308,10 @@ def test_queue_survives_restart(nagare):
     got = c.collector.take(3)
     for f in got:
         ack(c, "1.2", f)
-    c.disconnect()
+    # The DISCONNECT receipt is what tells the client its earlier frames (the ACKs)
+    # were processed; without waiting for it the restart can overtake them.
+    c.disconnect(receipt="bye")
+    c.collector.receipt("bye")
     pub.disconnect()
     nagare.restart()
     d = connect(nagare)
