@@ -45,6 +45,7 @@ mod data_dir_lock;
 mod error;
 pub mod groups;
 pub mod internal_log;
+pub mod log_limiter;
 mod maintenance;
 mod partition;
 pub mod producers;

@@ -2,12 +2,12 @@
 //!
 //! A refused event must never vanish silently: each one is counted in
 //! `nagare_rejected_total{protocol="forward",reason}`, logged (at most one line per
-//! second, with the number of refusals the limit kept quiet), and written to the
+//! second per reason, with the number of refusals the limit kept quiet), and written to the
 //! dead-letter topic ([`crate::dead_letter`]) when one is configured.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+use nagare_core::log_limiter::{LogLimiter, LOG_INTERVAL};
 
 /// Why an event was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,11 +53,8 @@ impl Rejected {
     }
 }
 
-/// Log lines about refused events are limited to one per this interval.
-const LOG_INTERVAL: Duration = Duration::from_secs(1);
-
-static LAST_LOG: Mutex<Option<Instant>> = Mutex::new(None);
-static SUPPRESSED: AtomicU64 = AtomicU64::new(0);
+/// Log lines about refused events: at most one per second per reason.
+static LOG_LIMIT: LogLimiter = LogLimiter::new(LOG_INTERVAL);
 
 /// Counts and (rate-limited) logs one refused event. `dead_letter` names where it went.
 pub fn report(reason: Reason, detail: &str, tag: &str, topic: &str, dead_letter: Option<&str>) {
@@ -67,11 +64,9 @@ pub fn report(reason: Reason, detail: &str, tag: &str, topic: &str, dead_letter:
         "reason" => reason.label()
     )
     .increment(1);
-    if !log_allowed(Instant::now()) {
-        SUPPRESSED.fetch_add(1, Ordering::Relaxed);
+    let Some(suppressed) = LOG_LIMIT.allow(reason.label(), Instant::now()) else {
         return;
-    }
-    let suppressed = SUPPRESSED.swap(0, Ordering::Relaxed);
+    };
     tracing::warn!(
         tag,
         topic,
@@ -81,20 +76,6 @@ pub fn report(reason: Reason, detail: &str, tag: &str, topic: &str, dead_letter:
         "forward event refused: {}",
         detail
     );
-}
-
-fn log_allowed(now: Instant) -> bool {
-    let mut last = match LAST_LOG.lock() {
-        Ok(g) => g,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    match *last {
-        Some(t) if now.duration_since(t) < LOG_INTERVAL => false,
-        _ => {
-            *last = Some(now);
-            true
-        }
-    }
 }
 
 #[cfg(test)]
@@ -112,13 +93,5 @@ mod tests {
             r.detail(2_000_000, "app", 1_048_588),
             "record of 2000000 bytes (as sent) exceeds max.message.bytes 1048588 of topic \"app\" once stored"
         );
-    }
-
-    #[test]
-    fn log_lines_are_rate_limited() {
-        let t = Instant::now() + Duration::from_secs(3600);
-        assert!(log_allowed(t));
-        assert!(!log_allowed(t + Duration::from_millis(10)));
-        assert!(log_allowed(t + LOG_INTERVAL));
     }
 }

@@ -15,6 +15,7 @@ mod guard;
 mod handlers;
 mod memory_pool;
 mod output;
+mod rejected;
 mod state;
 
 use std::sync::Arc;

@@ -14,6 +14,7 @@ use nagare_core::AckLevel;
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
 use crate::errors::{self, batch_error, core_error, ResponseError};
+use crate::rejected;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub const HANDLER: Handler = Handler {
@@ -33,13 +34,18 @@ struct Outcome {
 }
 
 impl Outcome {
-    fn error(error_code: i16, message: impl Into<String>) -> Outcome {
+    fn error(error: ResponseError, message: impl Into<String>) -> Outcome {
         Outcome {
-            error_code,
+            error_code: error.code(),
             base_offset: -1,
             log_start_offset: -1,
             message: Some(message.into()),
         }
+    }
+
+    /// The error refusing this partition's batches, if any.
+    fn rejected(&self) -> Option<ResponseError> {
+        ResponseError::try_from_code(self.error_code)
     }
 }
 
@@ -67,17 +73,20 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                 async move {
                     let outcome = match ack {
                         None => Outcome::error(
-                            ResponseError::InvalidRequiredAcks.code(),
+                            ResponseError::InvalidRequiredAcks,
                             "acks must be 0, 1 or -1",
                         ),
                         Some(_) if transactional => Outcome::error(
-                            ResponseError::TransactionalIdAuthorizationFailed.code(),
+                            ResponseError::TransactionalIdAuthorizationFailed,
                             "transactions are not supported",
                         ),
                         Some(ack) => {
                             produce_partition(&state, &name, p.index, p.records, ack).await
                         }
                     };
+                    if let Some(error) = outcome.rejected() {
+                        rejected::report(error, &name, p.index, outcome.message.as_deref());
+                    }
                     (p.index, outcome)
                 }
             })
@@ -132,24 +141,19 @@ async fn produce_partition(
 ) -> Outcome {
     let topic = match state.broker.topic(topic) {
         Some(t) => t,
-        None => {
-            return Outcome::error(
-                ResponseError::UnknownTopicOrPartition.code(),
-                "unknown topic",
-            )
-        }
+        None => return Outcome::error(ResponseError::UnknownTopicOrPartition, "unknown topic"),
     };
     let partition = match topic.partition(index) {
         Ok(p) => p,
-        Err(e) => return Outcome::error(core_error(&e).code(), e.to_string()),
+        Err(e) => return Outcome::error(core_error(&e), e.to_string()),
     };
     let records = records.unwrap_or_default();
     if records.is_empty() {
-        return Outcome::error(ResponseError::CorruptMessage.code(), "no records");
+        return Outcome::error(ResponseError::CorruptMessage, "no records");
     }
     let ranges = match batch::split_batches(&records) {
         Ok(r) => r,
-        Err(e) => return Outcome::error(batch_error(&e).code(), e.to_string()),
+        Err(e) => return Outcome::error(batch_error(&e), e.to_string()),
     };
     // The log rewrites base offsets in place, so each batch needs its own buffer.
     let batches = ranges
@@ -164,7 +168,7 @@ async fn produce_partition(
                     base_offset = info.base_offset;
                 }
             }
-            Err(e) => return Outcome::error(core_error(&e).code(), e.to_string()),
+            Err(e) => return Outcome::error(core_error(&e), e.to_string()),
         }
     }
     Outcome {
