@@ -364,11 +364,7 @@ impl<O: InternalOp> Drop for InternalLogWriter<O> {
     }
 }
 
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+pub(crate) use nagare_log::now_ms;
 
 #[cfg(test)]
 #[path = "internal_log_tests.rs"]

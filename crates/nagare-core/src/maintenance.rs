@@ -1,7 +1,7 @@
 //! The periodic work of the broker: interval flushes, segment rolls by age and retention.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -46,10 +46,7 @@ impl Broker {
     /// One pass: flush interval topics whose unflushed data is there, and when asked,
     /// roll old segments and apply retention.
     pub fn maintain_once(&self, retention: bool) {
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0);
+        let now_ms = nagare_log::now_ms();
         for p in self.all_partitions() {
             let log = p.log();
             if matches!(p.flush_policy(), TopicFlush::Interval(_))

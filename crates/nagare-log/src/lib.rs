@@ -12,6 +12,7 @@
 pub mod batch;
 mod batch_layout;
 mod batch_writer;
+mod clock;
 mod codec;
 mod config;
 mod error;
@@ -24,6 +25,7 @@ pub mod sim;
 pub mod storage;
 mod varint;
 
+pub use clock::now_ms;
 pub use config::{FlushPolicy, LogConfig};
 pub use error::{BatchError, LogError};
 pub use open_files::{default_budget, OpenFiles};

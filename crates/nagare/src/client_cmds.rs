@@ -1,5 +1,6 @@
 //! `nagare produce` and `nagare consume`: minimal Kafka-protocol clients of a running broker.
 
+use nagare_core::log::now_ms;
 use std::io::{BufRead, Write};
 
 use anyhow::{bail, Context};
@@ -47,12 +48,6 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?)
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Each line of standard input becomes one record (acks=all); prints the offsets.

@@ -3,6 +3,7 @@
 //! goes straight to the owner's connection. A `reply-to:/temp-queue/NAME` creates the
 //! sender's temp queue and is rewritten to `/reply-queue/<id>`.
 
+use nagare_core::log::now_ms;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -281,13 +282,6 @@ fn fnv1a(data: &[u8]) -> u64 {
     data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
     })
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]
