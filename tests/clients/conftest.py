@@ -22,15 +22,17 @@ BIN = os.environ.get("NAGARE_BIN", str(ROOT / "target" / "release" / "nagare"))
 class Nagare:
     """A running broker: addresses of its listeners, restart and stop."""
 
-    def __init__(self, data_dir, extra_args=(), env=None):
+    def __init__(self, data_dir, extra_args=(), env=None, preexec_fn=None):
         self.data_dir = pathlib.Path(data_dir)
+        # Runs in the child before exec (e.g. to lower its resource limits).
+        self.preexec_fn = preexec_fn
         self.extra_args = list(extra_args)
         self.env = dict(os.environ, **(env or {}))
         self.proc = None
         self.ports = {}
         self.log_path = self.data_dir.parent / "nagare.log"
 
-    def start(self, ports=None):
+    def start(self, ports=None, timeout=20):
         """Starts the server. `ports` (a previous run's) reuses the same addresses."""
         ports_file = self.data_dir.parent / "ports"
         if ports_file.exists():
@@ -46,13 +48,14 @@ class Nagare:
             "--ports-file", str(ports_file),
         ] + self.extra_args
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
-        deadline = time.time() + 20
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=self.env,
+                                     preexec_fn=self.preexec_fn)
+        deadline = time.time() + timeout
         while not ports_file.exists():
             if self.proc.poll() is not None:
                 raise RuntimeError(f"nagare exited with {self.proc.returncode}:\n{self.read_log()}")
             if time.time() > deadline:
-                raise RuntimeError(f"nagare did not start in 20 s:\n{self.read_log()}")
+                raise RuntimeError(f"nagare did not start in {timeout} s:\n{self.read_log()}")
             time.sleep(0.02)
         self.ports = dict(line.split("=", 1) for line in ports_file.read_text().split())
         return self
@@ -102,11 +105,11 @@ class Nagare:
             self.proc = None
         return code
 
-    def restart(self, sig=signal.SIGTERM):
+    def restart(self, sig=signal.SIGTERM, timeout=20):
         """Stops and starts again on the same ports and data directory."""
         ports = dict(self.ports)
-        self.stop(sig)
-        return self.start(ports)
+        self.stop(sig, timeout=max(10, timeout))
+        return self.start(ports, timeout=timeout)
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
@@ -118,12 +121,12 @@ def nagare_factory():
     made = []
     tmp = tempfile.mkdtemp(prefix="nagare-test-")
 
-    def make(extra_args=(), env=None):
+    def make(extra_args=(), env=None, preexec_fn=None, timeout=20):
         d = pathlib.Path(tmp) / f"n{len(made)}"
         d.mkdir()
-        n = Nagare(d / "data", extra_args, env)
+        n = Nagare(d / "data", extra_args, env, preexec_fn)
         made.append(n)
-        return n.start()
+        return n.start(timeout=timeout)
 
     yield make
     for n in made:
