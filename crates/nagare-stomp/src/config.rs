@@ -29,8 +29,13 @@ pub struct Config {
     /// Upper bound of `prefetch-count` (0 in the header also means this).
     pub max_prefetch: usize,
     /// Bytes of frames waiting to be written to one connection before producers of topic
-    /// and temp-queue messages to it wait (queue messages are bounded by prefetch).
+    /// and temp-queue messages to it wait (queue messages are bounded by prefetch). A
+    /// topic subscription stops reading the log while it is full and catches up later.
     pub outbound_buffer_bytes: usize,
+    /// Bytes of topic messages read from the log and not yet written, over all
+    /// connections: beyond it topic subscriptions stop reading until sockets drain
+    /// (publishers never wait for them).
+    pub max_outbound_bytes: usize,
     /// Frames buffered in one transaction at most.
     pub max_transaction_frames: usize,
     /// Bytes of replies waiting in one temp queue (written to its owner's socket not yet).
@@ -54,7 +59,8 @@ impl Default for Config {
             vhost: String::new(),
             default_prefetch: 256,
             max_prefetch: 65_536,
-            outbound_buffer_bytes: 8 * 1024 * 1024,
+            outbound_buffer_bytes: 512 * 1024,
+            max_outbound_bytes: 128 * 1024 * 1024,
             max_transaction_frames: 10_000,
             temp_queue_max_bytes: 4 * 1024 * 1024,
         }

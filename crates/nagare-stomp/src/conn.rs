@@ -27,7 +27,12 @@ pub(crate) async fn handle(stream: TcpStream, shared: Arc<Shared>) {
     let peer = stream.peer_addr().ok();
     let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
     let (mut rd, wr) = stream.into_split();
-    let (out, mut dead, heartbeat_tx) = writer::spawn(id, wr, shared.config.outbound_buffer_bytes);
+    let (out, mut dead, heartbeat_tx) = writer::spawn(
+        id,
+        wr,
+        shared.config.outbound_buffer_bytes,
+        shared.outbound.clone(),
+    );
     let mut session = Session::new(shared.clone(), out.clone());
     let mut decoder = Decoder::new(shared.config.limits());
     let mut buf = BytesMut::with_capacity(READ_SIZE);

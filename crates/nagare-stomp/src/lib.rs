@@ -60,6 +60,7 @@ pub async fn serve(
     tokio::spawn(background.run());
     let shared = Arc::new(session::Shared {
         broker,
+        outbound: writer::GlobalBudget::new(config.max_outbound_bytes),
         config,
         queues: queues.clone(),
         temp: Default::default(),

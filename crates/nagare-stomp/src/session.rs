@@ -31,6 +31,8 @@ pub(crate) struct Shared {
     pub config: Config,
     pub queues: Arc<Queues>,
     pub temp: TempQueues,
+    /// Bytes of topic messages waiting to be written, over all connections.
+    pub outbound: crate::writer::GlobalBudget,
     pub next_conn: AtomicU64,
     pub next_message: AtomicU64,
     /// Turns true when the server stops: connections close.

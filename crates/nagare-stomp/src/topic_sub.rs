@@ -1,7 +1,9 @@
 //! A subscription to `/topic/T`: one task per partition follows the log from its start
 //! offset, woken by the partition's end-offset watch, and sends every record as a MESSAGE.
-//! A slow subscriber only slows its own task (it waits for room in its connection's
-//! budget); producers and other subscribers never wait for it.
+//! It reserves room in its connection's outbound budget (and the listener-wide one) before
+//! each read and reads only what fits: a subscriber that does not read its socket stops
+//! reading the log and falls behind, holding no backlog in memory, and catches up from
+//! the log once its socket drains. Producers and other subscribers never wait for it.
 
 use std::sync::Arc;
 
@@ -12,10 +14,8 @@ use tokio::task::JoinHandle;
 use crate::message::MessageHead;
 use crate::writer::ConnOut;
 
-/// Bytes read from the log per round.
-const READ_BYTES: u64 = 256 * 1024;
-/// Frames are handed to the writer in chunks of about this size.
-const CHUNK: usize = 64 * 1024;
+/// Bytes read from the log per round at most (less when the budget is smaller).
+const READ_BYTES: usize = 256 * 1024;
 
 /// Where a new subscription starts, from the `x-stream-offset` header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,23 +76,24 @@ async fn follow(
             }
             continue;
         }
+        // Room first, then the read: while the socket is full nothing is read.
+        let Some(room) = out.reserve(READ_BYTES).await else {
+            return Ok(());
+        };
         // Undecodable batches are skipped by the core's reader (one policy for every
         // reader), so a subscription never dies on one bad batch.
-        let read = partition.records_from(offset, READ_BYTES)?;
+        let read = partition.records_from(offset, room.len() as u64)?;
         for r in &read.records {
             let id = format!("{topic}@{index}:{}", r.offset);
             head.encode_record(&mut buf, &id, Some(false), r);
-            if buf.len() >= CHUNK && !out.send(buf.split().freeze()).await {
-                return Ok(());
-            }
+        }
+        if !buf.is_empty() && !out.send_reserved(buf.split().freeze(), room) {
+            return Ok(());
         }
         if read.next_offset > offset {
             offset = read.next_offset;
         } else if changes.changed().await.is_err() {
             // Nothing readable yet at this offset; wait for the next append.
-            return Ok(());
-        }
-        if !buf.is_empty() && !out.send(buf.split().freeze()).await {
             return Ok(());
         }
     }

@@ -9,8 +9,11 @@
 //!
 //! Producers are bounded: the connection's own replies, topic and temp-queue messages
 //! take permits from a byte budget returned after the write; queue messages are bounded by
-//! their subscription's prefetch instead. The writer task never waits for anything but the
-//! socket, so no cycle of full buffers between connections can deadlock.
+//! their subscription's prefetch instead. Topic messages also take permits from the
+//! listener-wide outbound budget, and they reserve their room *before* reading the log: a
+//! subscriber whose socket is full just stops reading and falls behind in the log, so it
+//! costs neither memory nor the publisher's time. The writer task never waits for anything
+//! but the socket, so no cycle of full buffers between connections can deadlock.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -21,13 +24,16 @@ use nagare_core::queues::{ConsumerId, Queue};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
-/// Stop gathering more frames into one write beyond this many bytes.
-const MAX_COALESCE: usize = 256 * 1024;
+/// Stop gathering more frames into one write beyond this many bytes. Small: the copy is
+/// held, on top of the budgeted frames, while a slow socket drains.
+const MAX_COALESCE: usize = 64 * 1024;
 
 type AutoAck = (Arc<Queue>, ConsumerId, i64);
 
 pub(crate) enum Out {
     Frame(Bytes, Option<OwnedSemaphorePermit>),
+    /// Frames read from the log into room reserved beforehand.
+    Reserved(Bytes, Reservation),
     /// Queue messages; the acks (ack mode `auto`) are settled once they are written.
     QueueMessages(Bytes, Vec<AutoAck>),
     /// Write what came before, then close the socket.
@@ -95,6 +101,46 @@ impl Socket {
     }
 }
 
+/// Room for log messages, taken from the connection's and the listener-wide budgets
+/// before reading; given back once the bytes are written.
+pub(crate) struct Reservation {
+    conn: OwnedSemaphorePermit,
+    global: OwnedSemaphorePermit,
+}
+
+impl Reservation {
+    /// Bytes reserved.
+    pub fn len(&self) -> usize {
+        self.conn.num_permits()
+    }
+
+    /// Gives back what `used` bytes do not need (a reservation never grows: what was read
+    /// beyond it, at most one batch, is let through rather than waited for, so two
+    /// subscriptions of one connection can never wait on each other's half).
+    fn trim(&mut self, used: usize) {
+        let surplus = self.len().saturating_sub(used.max(1));
+        drop(self.conn.split(surplus));
+        drop(self.global.split(surplus));
+    }
+}
+
+/// The listener-wide budget of bytes read from topic logs and not yet written.
+#[derive(Clone)]
+pub(crate) struct GlobalBudget {
+    sem: Arc<Semaphore>,
+    max: usize,
+}
+
+impl GlobalBudget {
+    pub fn new(max_bytes: usize) -> GlobalBudget {
+        let max = max_bytes.clamp(64 * 1024, u32::MAX as usize / 2);
+        GlobalBudget {
+            sem: Arc::new(Semaphore::new(max)),
+            max,
+        }
+    }
+}
+
 /// A handle to a connection's writer, cloned into everything that sends to it.
 #[derive(Clone)]
 pub(crate) struct ConnOut {
@@ -102,6 +148,7 @@ pub(crate) struct ConnOut {
     tx: mpsc::UnboundedSender<Out>,
     budget: Arc<Semaphore>,
     budget_max: usize,
+    global: GlobalBudget,
     socket: Arc<Socket>,
 }
 
@@ -133,6 +180,39 @@ impl ConnOut {
             }
         };
         self.enqueue(Out::Frame(bytes, Some(permit)))
+    }
+
+    /// Waits for room for about `want` bytes (at most a quarter of the connection's
+    /// budget, so replies and a second subscription still fit) in the connection's budget,
+    /// then in the listener-wide one. None once the connection is gone.
+    pub async fn reserve(&self, want: usize) -> Option<Reservation> {
+        let n = want
+            .clamp(1, (self.budget_max / 4).max(1))
+            .min(self.global.max) as u32;
+        let conn = self.budget.clone().acquire_many_owned(n).await.ok()?;
+        let global = self.global.sem.clone().acquire_many_owned(n).await.ok()?;
+        if self.tx.is_closed() {
+            return None;
+        }
+        Some(Reservation { conn, global })
+    }
+
+    /// Sends frames read into `room` (see [`ConnOut::reserve`]): never waits. False once
+    /// the connection is gone.
+    pub fn send_reserved(&self, bytes: Bytes, mut room: Reservation) -> bool {
+        if self.tx.is_closed() {
+            return false;
+        }
+        match self
+            .socket
+            .try_direct(bytes, &self.tx, |rest| Out::Frame(rest, None))
+        {
+            Ok(()) => true,
+            Err(untouched) => {
+                room.trim(untouched.len());
+                self.enqueue(Out::Reserved(untouched, room))
+            }
+        }
     }
 
     /// Sends bytes already paid for by `permit` (a temp queue's own budget): never waits;
@@ -195,6 +275,7 @@ pub(crate) fn spawn(
     id: u64,
     socket: OwnedWriteHalf,
     budget_bytes: usize,
+    global: GlobalBudget,
 ) -> (ConnOut, watch::Receiver<bool>, watch::Sender<u64>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let budget_max = budget_bytes.clamp(4096, u32::MAX as usize / 2);
@@ -213,6 +294,7 @@ pub(crate) fn spawn(
             tx,
             budget,
             budget_max,
+            global,
             socket,
         },
         dead_rx,
@@ -227,7 +309,9 @@ async fn run(
     dead: watch::Sender<bool>,
     mut heartbeat_ms: watch::Receiver<u64>,
 ) {
-    let mut buf = BytesMut::with_capacity(64 * 1024);
+    // Allocated when first needed and freed after a large write: an idle or slow
+    // connection holds no more than its budgeted frames.
+    let mut buf = BytesMut::new();
     let mut permits: Vec<OwnedSemaphorePermit> = Vec::new();
     let mut acks: Vec<AutoAck> = Vec::new();
     let mut closing = false;
@@ -272,28 +356,51 @@ async fn run(
         let guard = socket.lock.lock().await;
         let mut taken = 0;
         let mut item = Some(first);
+        // A lone item is written from its own bytes; several are gathered into `buf`.
+        let mut single: Option<Bytes> = None;
         while let Some(it) = item.take() {
             taken += 1;
-            match it {
+            let b = match it {
                 Out::Frame(b, p) => {
-                    buf.extend_from_slice(&b);
                     permits.extend(p);
+                    b
+                }
+                Out::Reserved(b, r) => {
+                    permits.push(r.conn);
+                    permits.push(r.global);
+                    b
                 }
                 Out::QueueMessages(b, ack) => {
-                    buf.extend_from_slice(&b);
                     acks.extend(ack);
+                    b
                 }
                 Out::Close => {
                     closing = true;
                     break;
                 }
+            };
+            match single.take() {
+                None if buf.is_empty() => single = Some(b),
+                prev => {
+                    if let Some(p) = prev {
+                        buf.extend_from_slice(&p);
+                    }
+                    buf.extend_from_slice(&b);
+                }
             }
-            if buf.len() < MAX_COALESCE {
+            if buf.len() + single.as_ref().map_or(0, Bytes::len) < MAX_COALESCE {
                 item = rx.try_recv().ok();
             }
         }
-        let ok = buf.is_empty() || socket.write_all(&buf).await.is_ok();
+        let ok = match &single {
+            Some(b) => socket.write_all(b).await.is_ok(),
+            None => buf.is_empty() || socket.write_all(&buf).await.is_ok(),
+        };
+        drop(single);
         buf.clear();
+        if buf.capacity() > 2 * MAX_COALESCE {
+            buf = BytesMut::new();
+        }
         socket.queued.fetch_sub(taken, Ordering::AcqRel);
         drop(guard);
         last_write = tokio::time::Instant::now();
@@ -357,7 +464,7 @@ mod tests {
             .expect("connect");
         let (server, _) = listener.accept().await.expect("accept");
         let (_, wr) = server.into_split();
-        let (out, dead, hb) = spawn(7, wr, budget);
+        let (out, dead, hb) = spawn(7, wr, budget, GlobalBudget::new(budget));
         (out, dead, hb, peer)
     }
 

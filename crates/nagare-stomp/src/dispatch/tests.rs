@@ -74,6 +74,7 @@ impl Harness {
         let limits = config.limits();
         let shared = Arc::new(Shared {
             broker,
+            outbound: writer::GlobalBudget::new(config.max_outbound_bytes),
             config,
             queues,
             temp: Default::default(),
@@ -88,7 +89,8 @@ impl Harness {
             .expect("connect");
         let (server, _) = listener.accept().await.expect("accept");
         let (_, wr) = server.into_split();
-        let (out, _dead, _heartbeat) = writer::spawn(1, wr, 1 << 20);
+        let (out, _dead, _heartbeat) =
+            writer::spawn(1, wr, 1 << 20, writer::GlobalBudget::new(1 << 20));
         let mut decoder = Decoder::new(limits);
         decoder.version = Version::V1_2;
         Harness {
