@@ -6,7 +6,10 @@
 //! Recency is tracked with the CLOCK approximation of LRU (a referenced bit per file and a
 //! sweeping hand) so the hot path (a file that is already open) takes only its own lock.
 //! A [`File`] handed out (an `Arc`, e.g. inside a `FileSlice` being sent) keeps its
-//! descriptor open until it is dropped, even if the budget has evicted it meanwhile.
+//! descriptor open until it is dropped, even if the budget has evicted it meanwhile, so
+//! every slice holds a [`Lent`] permit counted against the same budget: a fetch over
+//! thousands of partitions gets copies instead of slices once the budget is used up,
+//! rather than running the process out of descriptors.
 //! When the system refuses to open a file (EMFILE/ENFILE), one more file is evicted and the
 //! open retried; if nothing is left to evict, that one call fails.
 
@@ -30,6 +33,9 @@ struct Shared {
     budget: AtomicUsize,
     /// Files currently held open by slots.
     open: AtomicUsize,
+    /// Files lent out to readers (each may also be one of the `open` ones; counting it
+    /// twice only errs on the safe side).
+    lent: AtomicUsize,
     /// Slots holding an open file, in CLOCK order (may hold stale entries).
     ring: Mutex<VecDeque<Weak<SlotInner>>>,
 }
@@ -40,6 +46,7 @@ impl OpenFiles {
         OpenFiles(Arc::new(Shared {
             budget: AtomicUsize::new(budget.max(1)),
             open: AtomicUsize::new(0),
+            lent: AtomicUsize::new(0),
             ring: Mutex::new(VecDeque::new()),
         }))
     }
@@ -65,6 +72,31 @@ impl OpenFiles {
     /// Segment files open right now (not counting ones only held by readers).
     pub fn open_count(&self) -> usize {
         self.0.open.load(Ordering::Relaxed)
+    }
+
+    /// Files lent out to readers right now.
+    pub fn lent_count(&self) -> usize {
+        self.0.lent.load(Ordering::Relaxed)
+    }
+
+    /// A permit to keep one more descriptor alive outside the slots (a file handed to a
+    /// reader), closing least recently used files to make room; `None` when the budget
+    /// is taken by other lent files.
+    pub(crate) fn lend(&self) -> Option<Lent> {
+        let shared = &self.0;
+        // One descriptor always stays for a slot, so a reader can still open the file it
+        // copies from without going over the budget.
+        if shared.lent.load(Ordering::Relaxed) + 1 >= shared.budget.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut ring = shared.ring.lock();
+        while shared.used() >= shared.budget.load(Ordering::Relaxed) {
+            if !evict_one(shared, &mut ring) {
+                return None;
+            }
+        }
+        shared.lent.fetch_add(1, Ordering::Relaxed);
+        Some(Lent(shared.clone()))
     }
 
     /// A lazily opened file at `path`.
@@ -130,6 +162,28 @@ impl fmt::Debug for OpenFiles {
             .field("budget", &self.budget())
             .field("open", &self.open_count())
             .finish()
+    }
+}
+
+impl Shared {
+    /// Descriptors counted against the budget: cached in slots plus lent to readers.
+    fn used(&self) -> usize {
+        self.open.load(Ordering::Relaxed) + self.lent.load(Ordering::Relaxed)
+    }
+}
+
+/// One descriptor lent to a reader, given back to the budget when dropped.
+pub(crate) struct Lent(Arc<Shared>);
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        self.0.lent.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl fmt::Debug for Lent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Lent")
     }
 }
 
@@ -203,7 +257,7 @@ impl FileSlot {
         if let Some(f) = &*inner.file.lock() {
             return Ok(f.clone());
         }
-        while shared.open.load(Ordering::Relaxed) >= shared.budget.load(Ordering::Relaxed) {
+        while shared.used() >= shared.budget.load(Ordering::Relaxed) {
             if !evict_one(shared, &mut ring) {
                 break;
             }
@@ -228,7 +282,7 @@ impl FileSlot {
         let file = Arc::new(file);
         let shared = &self.0.shared;
         let mut ring = shared.ring.lock();
-        while shared.open.load(Ordering::Relaxed) >= shared.budget.load(Ordering::Relaxed) {
+        while shared.used() >= shared.budget.load(Ordering::Relaxed) {
             if !evict_one(shared, &mut ring) {
                 break;
             }

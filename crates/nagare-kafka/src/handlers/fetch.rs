@@ -196,6 +196,9 @@ fn read_one(target: &Target, budget: u64, first: bool) -> PartitionResult {
             result.high_watermark = read.high_watermark;
             result.log_start_offset = read.log_start_offset;
             result.records = read.slices.into_iter().map(Chunk::File).collect();
+            if !read.copied.is_empty() {
+                result.records.push(Chunk::Mem(read.copied));
+            }
         }
         Err(CoreError::Log(LogError::OffsetOutOfRange { .. })) => {
             result.error_code = ResponseError::OffsetOutOfRange.code();

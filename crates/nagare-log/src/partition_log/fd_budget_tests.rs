@@ -140,3 +140,59 @@ fn ten_thousand_partitions_under_a_low_nofile_limit() {
     assert!(out.status.success(), "child failed:\n{text}");
     assert!(text.contains("1 passed"), "child ran no test:\n{text}");
 }
+
+/// A fetch over far more partitions than the budget holds every slice at once (as a
+/// response waiting for `sendfile` does): slices stop at the budget and the rest of the
+/// batches come back copied, with nothing lost or reordered.
+#[test]
+fn held_slices_never_exceed_the_budget() {
+    const BUDGET: usize = 8;
+    const LOGS: usize = 100;
+    let dir = scratch();
+    let files = OpenFiles::new(BUDGET);
+    let logs: Vec<PartitionLog> = (0..LOGS)
+        .map(|p| PartitionLog::open(&dir.path().join(format!("t-{p}")), config(&files)).unwrap())
+        .collect();
+    for round in 0..3 {
+        for (p, log) in logs.iter().enumerate() {
+            append(log, p, round);
+        }
+    }
+    let mut held = Vec::new();
+    let mut copied = 0;
+    for (p, log) in logs.iter().enumerate() {
+        let res = log.read(0, 1 << 20).unwrap();
+        assert!(files.open_count() + files.lent_count() <= BUDGET);
+        let mut got = Vec::new();
+        for s in &res.slices {
+            let mut buf = vec![0u8; s.len as usize];
+            std::os::unix::fs::FileExt::read_exact_at(&*s.file, &mut buf, s.position).unwrap();
+            for r in crate::batch::split_batches(&buf).unwrap() {
+                got.extend(
+                    decode_records(&buf[r])
+                        .unwrap()
+                        .into_iter()
+                        .map(|r| r.value),
+                );
+            }
+        }
+        for r in crate::batch::split_batches(&res.copied).unwrap() {
+            got.extend(
+                decode_records(&res.copied[r])
+                    .unwrap()
+                    .into_iter()
+                    .map(|r| r.value),
+            );
+        }
+        let want: Vec<Option<Bytes>> = (0..3).map(|i| Some(value(p, i))).collect();
+        assert_eq!(got, want, "partition {p}");
+        copied += usize::from(!res.copied.is_empty());
+        held.push(res);
+    }
+    assert!(files.lent_count() <= BUDGET);
+    assert!(copied > LOGS / 2, "most reads were copied: {copied}");
+    drop(held);
+    assert_eq!(files.lent_count(), 0);
+    // With the slices given back, reads get slices again.
+    assert!(!logs[0].read(0, 1 << 20).unwrap().slices.is_empty());
+}

@@ -10,8 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 
+use crate::open_files::Lent;
 use crate::segment::{Io, Segment};
 use crate::storage::OpenMode;
 use crate::{LogConfig, LogError};
@@ -34,12 +36,14 @@ pub struct AppendInfo {
 }
 
 /// A byte range of a segment file holding whole batches, for `sendfile(2)`. The file
-/// stays open while the slice lives, even if the open-file budget closes it meanwhile.
+/// stays open while the slice lives, even if the open-file budget closes it meanwhile,
+/// so the slice counts against that budget until it (and every clone) is dropped.
 #[derive(Debug, Clone)]
 pub struct FileSlice {
     pub file: Arc<File>,
     pub position: u64,
     pub len: u32,
+    _lent: Arc<Lent>,
 }
 
 /// What a read returned: whole batches starting with the one holding the requested
@@ -47,6 +51,9 @@ pub struct FileSlice {
 #[derive(Debug, Clone, Default)]
 pub struct ReadResult {
     pub slices: Vec<FileSlice>,
+    /// Whole batches following the slices, copied into memory because the open-file
+    /// budget had no room for more slices (empty otherwise).
+    pub copied: Bytes,
     pub total_bytes: u64,
     pub log_start_offset: i64,
     pub high_watermark: i64,

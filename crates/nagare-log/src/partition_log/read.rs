@@ -37,6 +37,7 @@ impl PartitionLog {
         let segs = self.segments.read();
         let k = segs.partition_point(|s| s.base <= offset).saturating_sub(1);
         let mut budget = max_bytes;
+        let mut copied: Vec<u8> = Vec::new();
         for seg in &segs[k..] {
             if seg.base > p.active_base {
                 break;
@@ -69,17 +70,34 @@ impl PartitionLog {
                 .extend(pos, first_len, budget, limit)
                 .map_err(io_err(&seg.log_path))?;
             let len = end - pos;
-            res.slices.push(FileSlice {
-                file: seg.file().map_err(io_err(&seg.log_path))?,
-                position: pos,
-                len: len as u32,
-            });
+            let file = seg.file().map_err(io_err(&seg.log_path))?;
+            // Once one slice is refused, the rest is copied too so the order holds.
+            let lent = if copied.is_empty() {
+                self.io.files.lend()
+            } else {
+                None
+            };
+            match lent {
+                Some(lent) => res.slices.push(FileSlice {
+                    file,
+                    position: pos,
+                    len: len as u32,
+                    _lent: Arc::new(lent),
+                }),
+                None => {
+                    let at = copied.len();
+                    copied.resize(at + len as usize, 0);
+                    file.read_exact_at(&mut copied[at..], pos)
+                        .map_err(io_err(&seg.log_path))?;
+                }
+            }
             res.total_bytes += len;
             budget = budget.saturating_sub(len);
             if budget == 0 || end < limit {
                 break;
             }
         }
+        res.copied = Bytes::from(copied);
         Ok(res)
     }
 
@@ -96,6 +114,9 @@ impl PartitionLog {
             for r in batch::split_batches(&buf)? {
                 out.push(buf.slice(r));
             }
+        }
+        for r in batch::split_batches(&res.copied)? {
+            out.push(res.copied.slice(r));
         }
         Ok(out)
     }
