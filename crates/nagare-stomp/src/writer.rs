@@ -199,19 +199,23 @@ impl ConnOut {
 
     /// Sends frames read into `room` (see [`ConnOut::reserve`]): never waits. False once
     /// the connection is gone.
-    pub fn send_reserved(&self, bytes: Bytes, mut room: Reservation) -> bool {
+    pub fn send_reserved(&self, bytes: Bytes, room: Reservation) -> bool {
         if self.tx.is_closed() {
             return false;
         }
-        match self
-            .socket
-            .try_direct(bytes, &self.tx, |rest| Out::Frame(rest, None))
-        {
-            Ok(()) => true,
-            Err(untouched) => {
-                room.trim(untouched.len());
-                self.enqueue(Out::Reserved(untouched, room))
+        // What the socket does not take keeps its room until written, the rest of a
+        // partly written read included: a slow socket holds no unbudgeted bytes.
+        let mut room = Some(room);
+        let mut queued = |rest: Bytes| match room.take() {
+            Some(mut r) => {
+                r.trim(rest.len());
+                Out::Reserved(rest, r)
             }
+            None => Out::Frame(rest, None),
+        };
+        match self.socket.try_direct(bytes, &self.tx, &mut queued) {
+            Ok(()) => true,
+            Err(untouched) => self.enqueue(queued(untouched)),
         }
     }
 
