@@ -34,6 +34,7 @@ impl PartitionLog {
         // The new file's directory entry becomes durable with the directory fsync that
         // `sync_now` runs before anything in the segment is reported durable.
         self.dir_dirty.store(true, Ordering::Release);
+        self.changed.store(true, Ordering::Release);
         self.segments.write().push(new.clone());
         w.active = new;
         w.active_since = Instant::now();
@@ -57,6 +58,7 @@ impl PartitionLog {
     /// (an invalid batch is refused without affecting the others).
     pub fn append_many(&self, batches: &mut [&mut [u8]]) -> Vec<Result<AppendInfo, LogError>> {
         let mut w = self.writer.lock();
+        self.changed.store(true, Ordering::Release);
         let mut results: Vec<Result<AppendInfo, LogError>> = Vec::with_capacity(batches.len());
         if w.closed {
             results.extend(batches.iter().map(|_| Err(LogError::Closed)));

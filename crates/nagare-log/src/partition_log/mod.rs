@@ -92,6 +92,9 @@ pub struct PartitionLog {
     dir_dirty: AtomicBool,
     /// Every segment below this base is fsynced (what `RECOVERY_POINT_FILE` holds).
     recovery_point: AtomicI64,
+    /// Something may have changed on disk since everything was last known durable (a
+    /// clean open or close): when false, `close` has nothing to fsync.
+    changed: AtomicBool,
 }
 
 struct Writer {

@@ -26,6 +26,9 @@ impl PartitionLog {
         io.storage.create_dir_all(dir).map_err(io_err(dir))?;
         let marker = dir.join(CLEAN_SHUTDOWN_FILE);
         let clean = io.read_opt(&marker).map_err(io_err(&marker))?.is_some();
+        // Whether opening wrote anything (repairs, rebuilt indexes, a first segment), so
+        // a clean close must fsync again.
+        let mut changed = !clean;
         let stored_start = read_offset_file(&io, dir, LOG_START_FILE);
         let recovery_point = read_offset_file(&io, dir, RECOVERY_POINT_FILE).unwrap_or(i64::MIN);
         let interval = config.index_interval_bytes.max(1);
@@ -41,6 +44,7 @@ impl PartitionLog {
                     s.delete_files();
                 }
             }
+            changed |= stale > 0;
             bases.drain(..stale);
         }
 
@@ -57,6 +61,7 @@ impl PartitionLog {
             let scan = match loaded {
                 Some(scan) => scan,
                 None => {
+                    changed = true;
                     let before = seg.size();
                     let scan = seg
                         .rebuild(interval, max_batch, true)
@@ -87,6 +92,7 @@ impl PartitionLog {
                 .is_some_and(|&next| scan.next_offset.unwrap_or(base) != next);
             segments.push(Arc::new(seg));
             if damaged && !last {
+                changed = true;
                 // Offsets must stay contiguous: nothing after damage can be trusted.
                 for &later in &bases[i + 1..] {
                     tracing::warn!(base = later, "deleting segment after a corrupt one");
@@ -98,6 +104,7 @@ impl PartitionLog {
             }
         }
         if segments.is_empty() {
+            changed = true;
             let base = stored_start.unwrap_or(0).max(0);
             let seg = Segment::create(&io, dir, base).map_err(io_err(dir))?;
             segments.push(Arc::new(seg));
@@ -140,6 +147,7 @@ impl PartitionLog {
             unsynced: Mutex::new(Vec::new()),
             dir_dirty: AtomicBool::new(false),
             recovery_point: AtomicI64::new(recovery_point),
+            changed: AtomicBool::new(changed),
         })
     }
 }

@@ -37,6 +37,7 @@ impl PartitionLog {
             s.delete_files();
         }
         self.dir_dirty.store(true, Ordering::Release);
+        self.changed.store(true, Ordering::Release);
         Ok(removed.len())
     }
 
@@ -70,6 +71,7 @@ impl PartitionLog {
     /// Deletes every segment before the one holding `offset` and moves the log start.
     pub fn delete_records_before(&self, offset: i64) -> Result<(), LogError> {
         let _w = self.writer.lock();
+        self.changed.store(true, Ordering::Release);
         let end = self.published().end_offset;
         let start = self.log_start_offset();
         if offset > end {

@@ -73,25 +73,32 @@ impl PartitionLog {
     }
 
     /// Flushes and writes the clean-shutdown marker; the log refuses appends afterwards.
+    ///
+    /// A log with nothing changed since it was opened clean is already durable and is
+    /// not fsynced again (10,000 idle partitions close without 50,000 fsyncs). The marker
+    /// itself is neither fsynced nor made durable with a directory fsync: it is created
+    /// only after everything it vouches for is durable, and losing it in a crash only
+    /// costs a recovery scan at the next open.
     pub fn close(&self) -> Result<(), LogError> {
         let mut w = self.writer.lock();
         if w.closed {
             return Ok(());
         }
-        self.persist_indexes(&w.active, true)?;
-        {
-            let _s = self.sync_lock.lock();
-            self.sync_now()?;
+        if self.changed.load(Ordering::Acquire) {
+            self.persist_indexes(&w.active, true)?;
+            {
+                let _s = self.sync_lock.lock();
+                self.sync_now()?;
+            }
+            w.active
+                .sync_all_files(self.max_batch())
+                .map_err(io_err(&w.active.index_path))?;
+            self.changed.store(false, Ordering::Release);
         }
-        w.active
-            .sync_all_files(self.max_batch())
-            .map_err(io_err(&w.active.index_path))?;
         let marker = self.dir.join(CLEAN_SHUTDOWN_FILE);
         self.io
             .open(&marker, OpenMode::CreateTruncate)
-            .and_then(|f| self.io.storage.sync_data(&f))
             .map_err(io_err(&marker))?;
-        self.io.sync_dir(&self.dir).map_err(io_err(&self.dir))?;
         w.closed = true;
         Ok(())
     }

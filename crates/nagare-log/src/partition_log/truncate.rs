@@ -14,6 +14,7 @@ impl PartitionLog {
     /// whole, so the new end offset is that batch's base offset.
     pub fn truncate_to(&self, offset: i64) -> Result<(), LogError> {
         let mut w = self.writer.lock();
+        self.changed.store(true, Ordering::Release);
         let _s = self.sync_lock.lock();
         let p = self.published();
         if offset >= p.end_offset {
