@@ -50,6 +50,7 @@ mod maintenance;
 mod partition;
 pub mod producers;
 pub mod queues;
+mod subsystems;
 mod topic;
 mod topic_name;
 mod topic_store;
@@ -59,6 +60,7 @@ pub use config::{BrokerConfig, TopicConfig, TopicFlush};
 pub use data_dir_lock::{DataDirLock, LOCK_FILE};
 pub use error::CoreError;
 pub use partition::{AckLevel, Partition, RecordsRead};
+pub use subsystems::{SubsystemTasks, Subsystems};
 pub use topic::Topic;
 pub use topic_name::{sanitize_topic_name, validate_topic_name};
 

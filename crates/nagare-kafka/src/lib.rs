@@ -20,7 +20,7 @@ mod state;
 
 use std::sync::Arc;
 
-use nagare_core::Broker;
+use nagare_core::{Broker, Subsystems};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -84,17 +84,16 @@ impl Default for Config {
     }
 }
 
-/// Accepts connections on `listener` until `shutdown` turns true.
+/// Accepts connections on `listener` until `shutdown` turns true. `core` comes opened
+/// (and its background tasks running) from the caller.
 pub async fn serve(
     listener: TcpListener,
     broker: Arc<Broker>,
+    core: Subsystems,
     config: Config,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
-    let state = match KafkaState::new(broker, config, &listener) {
-        Ok(s) => Arc::new(s),
-        Err(e) => return Err(std::io::Error::other(e.to_string())),
-    };
+    let state = Arc::new(KafkaState::new(broker, &core, config, &listener));
     loop {
         tokio::select! {
             accepted = listener.accept() => {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use nagare_core::groups::GroupCoordinator;
 use nagare_core::producers::Producers;
-use nagare_core::{Broker, CoreError};
+use nagare_core::{Broker, Subsystems};
 use tokio::net::TcpListener;
 
 use crate::memory_pool::RequestPool;
@@ -12,8 +12,8 @@ use crate::Config;
 
 /// Shared per-listener state, handed to every handler as `Arc<KafkaState>`.
 ///
-/// Other subsystems (e.g. the consumer-group coordinator) add a field here and build it
-/// in [`KafkaState::new`].
+/// The core subsystems come opened from the caller (the binary opens them once, beside
+/// the broker); a new one used by Kafka adds a field here.
 pub struct KafkaState {
     pub broker: Arc<Broker>,
     pub config: Config,
@@ -31,45 +31,32 @@ pub struct KafkaState {
 impl KafkaState {
     pub fn new(
         broker: Arc<Broker>,
+        core: &Subsystems,
         config: Config,
         listener: &TcpListener,
-    ) -> Result<KafkaState, CoreError> {
+    ) -> KafkaState {
         let local = listener.local_addr().ok();
         let (host, port) = advertised(config.advertise.as_deref(), local);
-        KafkaState::with_address(broker, config, host, port)
+        KafkaState::with_address(broker, core, config, host, port)
     }
 
     /// The state for a listener known to clients as `host:port`.
     pub fn with_address(
         broker: Arc<Broker>,
+        core: &Subsystems,
         config: Config,
         advertised_host: String,
         advertised_port: i32,
-    ) -> Result<KafkaState, CoreError> {
-        let (producers, writer) = Producers::open(&broker)?;
-        let producers = Arc::new(producers);
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => drop(rt.spawn(writer.run())),
-            // Without a runtime nothing stores allocations: InitProducerId fails rather
-            // than hangs, as the writer (and with it the log's queue) is dropped.
-            Err(_) => tracing::warn!("producer ids opened outside a tokio runtime"),
-        }
-        let (groups, background) = GroupCoordinator::open(&broker, config.group_config())?;
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => drop(rt.spawn(background.run())),
-            // Without a runtime nothing is stored: commits fail with
-            // COORDINATOR_NOT_AVAILABLE rather than hang.
-            Err(_) => tracing::warn!("group coordinator opened outside a tokio runtime"),
-        }
-        Ok(KafkaState {
+    ) -> KafkaState {
+        KafkaState {
             broker,
             request_pool: RequestPool::new(config.queued_max_request_bytes),
             config,
-            producers,
-            groups,
+            producers: core.producers.clone(),
+            groups: core.groups.clone(),
             advertised_host,
             advertised_port,
-        })
+        }
     }
 
     pub fn node_id(&self) -> i32 {

@@ -49,15 +49,15 @@ pub use encode::{encode, FrameWriter};
 pub use error::{FrameError, StompError};
 pub use frame::{Command, Frame, Version};
 
-/// Accepts connections on `listener` until `shutdown` turns true.
+/// Accepts connections on `listener` until `shutdown` turns true. `queues` comes opened
+/// (and its background task running) from the caller.
 pub async fn serve(
     listener: TcpListener,
     broker: Arc<Broker>,
+    queues: Arc<Queues>,
     config: Config,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
-    let (queues, background) = Queues::open(broker.clone()).map_err(std::io::Error::other)?;
-    tokio::spawn(background.run());
     let shared = Arc::new(session::Shared {
         broker,
         outbound: writer::GlobalBudget::new(config.max_outbound_bytes),

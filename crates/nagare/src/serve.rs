@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Context;
-use nagare_core::Broker;
+use nagare_core::{Broker, Subsystems};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -50,6 +50,15 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
     let broker = tokio::task::spawn_blocking(move || Broker::open(broker_config))
         .await?
         .context("opening the data directory")?;
+    // Every subsystem replays its internal log here, on the blocking pool, once for the
+    // whole broker; the front ends receive them opened.
+    let group_config = settings.kafka.protocol.group_config();
+    let core_broker = broker.clone();
+    let (core, core_tasks) =
+        tokio::task::spawn_blocking(move || Subsystems::open(&core_broker, group_config))
+            .await?
+            .context("opening producer ids, consumer groups and queues")?;
+    core_tasks.spawn();
     let data_dir = std::fs::canonicalize(broker.data_dir())
         .unwrap_or_else(|_| broker.data_dir().to_path_buf());
     tracing::info!(
@@ -83,13 +92,20 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
     }
     tasks.spawn(named(
         "kafka",
-        nagare_kafka::serve(kafka, broker.clone(), kafka_config, stop_rx.clone()),
+        nagare_kafka::serve(
+            kafka,
+            broker.clone(),
+            core.clone(),
+            kafka_config,
+            stop_rx.clone(),
+        ),
     ));
     tasks.spawn(named(
         "stomp",
         nagare_stomp::serve(
             stomp,
             broker.clone(),
+            core.queues.clone(),
             settings.stomp.protocol.clone(),
             stop_rx.clone(),
         ),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable};
-use nagare_core::{Broker, BrokerConfig};
+use nagare_core::{Broker, BrokerConfig, Subsystems};
 
 use super::{lookup, str_bytes};
 use crate::codec::ParsedRequest;
@@ -19,7 +19,15 @@ fn state(dir: &std::path::Path) -> Arc<KafkaState> {
     })
     .unwrap();
     broker.topic_or_create("t").unwrap();
-    Arc::new(KafkaState::with_address(broker, Config::default(), "127.0.0.1".into(), 9092).unwrap())
+    let (core, tasks) = Subsystems::open(&broker, Config::default().group_config()).unwrap();
+    tasks.spawn();
+    Arc::new(KafkaState::with_address(
+        broker,
+        &core,
+        Config::default(),
+        "127.0.0.1".into(),
+        9092,
+    ))
 }
 
 async fn call<Req: Encodable, Resp: Decodable>(

@@ -1,0 +1,65 @@
+//! Every core subsystem beside the topics, opened once by whoever runs the broker and
+//! handed to the front ends that use it. Opening them in one place means their replay
+//! runs where the caller chose (the blocking pool at startup) and their lifetime is the
+//! broker's, not that of whichever listener happens to be on.
+
+use std::sync::Arc;
+
+use crate::groups::{CoordinatorBackground, GroupConfig, GroupCoordinator};
+use crate::internal_log::InternalLogWriter;
+use crate::producers::{Allocation, Producers};
+use crate::queues::{Queues, QueuesBackground};
+use crate::{Broker, CoreError};
+
+/// The subsystems a front end may need; cheap to clone.
+#[derive(Clone)]
+pub struct Subsystems {
+    /// Producer ids, epochs and sequences (Kafka idempotent producers).
+    pub producers: Arc<Producers>,
+    /// Consumer groups and committed offsets.
+    pub groups: Arc<GroupCoordinator>,
+    /// Persistent queues with competing consumers (STOMP `/queue/`).
+    pub queues: Arc<Queues>,
+}
+
+/// The background work of every subsystem: their internal-log writers, the group
+/// timer, the queues' poll and trimming. Nothing is stored until it runs.
+#[must_use = "nothing is stored until the subsystems' background tasks run"]
+pub struct SubsystemTasks {
+    producers: InternalLogWriter<Allocation>,
+    groups: CoordinatorBackground,
+    queues: QueuesBackground,
+}
+
+impl Subsystems {
+    /// Replays every subsystem's internal log. Blocking: call it on the blocking pool.
+    pub fn open(
+        broker: &Arc<Broker>,
+        groups: GroupConfig,
+    ) -> Result<(Subsystems, SubsystemTasks), CoreError> {
+        let (producers, producers_writer) = Producers::open(broker)?;
+        let (groups, groups_background) = GroupCoordinator::open(broker, groups)?;
+        let (queues, queues_background) = Queues::open(broker.clone())?;
+        let subsystems = Subsystems {
+            producers: Arc::new(producers),
+            groups,
+            queues,
+        };
+        let tasks = SubsystemTasks {
+            producers: producers_writer,
+            groups: groups_background,
+            queues: queues_background,
+        };
+        Ok((subsystems, tasks))
+    }
+}
+
+impl SubsystemTasks {
+    /// Starts every background task on the current runtime. Each ends by itself once
+    /// its subsystem is dropped.
+    pub fn spawn(self) {
+        drop(tokio::spawn(self.producers.run()));
+        drop(tokio::spawn(self.groups.run()));
+        drop(tokio::spawn(self.queues.run()));
+    }
+}
