@@ -177,3 +177,53 @@ def test_unknown_nagare_variable_is_warned_about(nagare_factory):
     log = n.read_log()
     assert "NAGARE_KAFKA_LISTN names no setting" in log, log
     assert "did you mean NAGARE_KAFKA_LISTEN?" in log, log
+
+
+def _stomp_connect(addr):
+    host, port = addr.rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=5)
+    s.sendall(b"CONNECT\naccept-version:1.2\nhost:/\n\n\x00")
+    return s
+
+
+def _read_frame(s):
+    """One frame's bytes up to its NUL, or b"" when the server closed the connection."""
+    buf = b""
+    while b"\x00" not in buf:
+        try:
+            chunk = s.recv(4096)
+        except (ConnectionResetError, BrokenPipeError):
+            return b""
+        if not chunk:
+            return b""
+        buf += chunk
+    return buf
+
+
+def test_connections_over_the_per_ip_limit_are_closed_and_counted(nagare_factory):
+    n = nagare_factory(env={"NAGARE_LISTENERS_MAX_CONNECTIONS_PER_IP": "3"})
+    kept = [_stomp_connect(n.ports["stomp"]) for _ in range(3)]
+    for s in kept:
+        assert _read_frame(s).startswith(b"CONNECTED"), "the first three are served"
+    extra = [_stomp_connect(n.ports["stomp"]) for _ in range(2)]
+    for s in extra:
+        assert _read_frame(s) == b"", "over the limit: closed without a byte"
+        s.close()
+    for i, s in enumerate(kept):
+        s.sendall(f"SEND\ndestination:/topic/limits\nreceipt:r{i}\n\nhello\x00".encode())
+        assert _read_frame(s).startswith(b"RECEIPT"), "the first three keep working"
+    with urllib.request.urlopen(f"http://{n.http}/metrics", timeout=5) as r:
+        metrics = r.read().decode()
+    rejected = [
+        line for line in metrics.splitlines()
+        if line.startswith("nagare_connections_rejected_total{")
+        and 'listener="stomp"' in line and 'reason="max_connections_per_ip"' in line
+    ]
+    assert rejected and rejected[0].split()[-1] == "2", metrics
+    open_now = [
+        line for line in metrics.splitlines()
+        if line.startswith("nagare_connections_open{") and 'listener="stomp"' in line
+    ]
+    assert open_now and open_now[0].split()[-1] == "3", metrics
+    for s in kept:
+        s.close()

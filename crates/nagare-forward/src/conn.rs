@@ -80,7 +80,6 @@ impl Shared {
 }
 
 pub async fn handle(mut stream: TcpStream, shared: Arc<Shared>) -> Result<u64, ConnError> {
-    let _ = stream.set_nodelay(true);
     let cfg = &shared.config;
     let mut decoder = Decoder::new(cfg.limits());
     let mut ingest = Ingest::new(

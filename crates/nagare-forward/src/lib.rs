@@ -22,10 +22,12 @@ pub mod msgpack;
 pub mod reject;
 pub mod route;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use nagare_core::Broker;
-use tokio::net::{TcpListener, UdpSocket};
+use nagare_listener::Connection;
+use tokio::net::UdpSocket;
 use tokio::sync::watch;
 
 pub use bytes;
@@ -33,64 +35,57 @@ pub use config::{Config, Format, Route, User};
 pub use decode::{Decoder, Frame, Limits, Request};
 pub use error::DecodeError;
 
-/// Accepts connections on `listener` (and heartbeats on the same address over UDP)
-/// until `shutdown` turns true.
-pub async fn serve(
-    listener: TcpListener,
-    broker: Arc<Broker>,
-    config: Config,
-    mut shutdown: watch::Receiver<bool>,
-) -> std::io::Result<()> {
+pub use conn::Shared as ForwardState;
+
+/// What every connection of one forward listener shares; fails on routes that do not
+/// compile.
+pub fn state(broker: Arc<Broker>, config: Config) -> std::io::Result<Arc<ForwardState>> {
     let router = route::Router::new(&config.routes, config.default_format)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    let addr = listener.local_addr()?;
-    if config.udp_heartbeat {
-        match UdpSocket::bind(addr).await {
-            Ok(sock) => {
-                tokio::spawn(heartbeats(sock, shutdown.clone()));
-            }
-            // The TCP side works without it; senders then fall back to TCP heartbeats.
-            Err(e) => tracing::warn!(%addr, error = %e, "cannot bind the UDP heartbeat socket"),
-        }
-    }
     tracing::info!(
-        %addr,
         routes = config.routes.len(),
         auth = !config.shared_key.is_empty(),
         "forward receiver ready"
     );
-    let shared = Arc::new(conn::Shared::new(broker, router, config));
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        // Out of file descriptors and the like: keep serving the others.
-                        tracing::warn!(error = %e, "forward accept failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                metrics::counter!("nagare_forward_connections_total").increment(1);
-                let shared = shared.clone();
-                let mut stop = shutdown.clone();
-                tokio::spawn(async move {
-                    tokio::select! {
-                        done = conn::handle(stream, shared) => match done {
-                            Ok(events) => tracing::debug!(%peer, events, "forward connection closed"),
-                            Err(e) => {
-                                metrics::counter!("nagare_forward_connection_errors_total", "reason" => e.kind())
-                                    .increment(1);
-                                tracing::warn!(%peer, reason = e.kind(), error = %e, "forward connection closed");
-                            }
-                        },
-                        _ = stopped(&mut stop) => {}
-                    }
-                });
-            }
-            _ = stopped(&mut shutdown) => return Ok(()),
+    Ok(Arc::new(conn::Shared::new(broker, router, config)))
+}
+
+/// Answers Fluentd's UDP heartbeats on `addr` (the TCP listener's address) until
+/// `shutdown` turns true, when `[forward] udp_heartbeat` is on.
+pub async fn start_udp_heartbeats(
+    addr: SocketAddr,
+    state: &ForwardState,
+    shutdown: watch::Receiver<bool>,
+) {
+    if !state.config.udp_heartbeat {
+        return;
+    }
+    match UdpSocket::bind(addr).await {
+        Ok(sock) => {
+            tokio::spawn(heartbeats(sock, shutdown));
         }
+        // The TCP side works without it; senders then fall back to TCP heartbeats.
+        Err(e) => tracing::warn!(%addr, error = %e, "cannot bind the UDP heartbeat socket"),
+    }
+}
+
+/// Serves one accepted connection until the client leaves or the server stops (a
+/// stop drops it at once: chunks not yet acknowledged are resent by the sender).
+/// Accepting, limits and shutdown are the listener layer's ([`nagare_listener`]).
+pub async fn handle(conn: Connection, state: Arc<ForwardState>) {
+    metrics::counter!("nagare_forward_connections_total").increment(1);
+    let peer = conn.peer;
+    let mut stop = conn.shutdown.clone();
+    tokio::select! {
+        done = conn::handle(conn.stream, state) => match done {
+            Ok(events) => tracing::debug!(%peer, events, "forward connection closed"),
+            Err(e) => {
+                metrics::counter!("nagare_forward_connection_errors_total", "reason" => e.kind())
+                    .increment(1);
+                tracing::warn!(%peer, reason = e.kind(), error = %e, "forward connection closed");
+            }
+        },
+        _ = stopped(&mut stop) => {}
     }
 }
 

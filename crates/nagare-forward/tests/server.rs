@@ -11,6 +11,7 @@ use nagare_core::log::batch::{split_batches, Record};
 use nagare_core::{Broker, BrokerConfig, Partition};
 use nagare_forward::auth::digest;
 use nagare_forward::{Config, Format, Route};
+use nagare_listener::{ConnectionLimits, ListenerOptions};
 use rmpv::Value as V;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
@@ -33,7 +34,19 @@ async fn start(config: Config) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, rx) = watch::channel(false);
-    tokio::spawn(nagare_forward::serve(listener, broker.clone(), config, rx));
+    let state = nagare_forward::state(broker.clone(), config).unwrap();
+    nagare_forward::start_udp_heartbeats(addr, &state, rx.clone()).await;
+    let options = ListenerOptions {
+        name: "forward",
+        limits: ConnectionLimits::new(0, 0),
+        grace: Duration::from_secs(1),
+    };
+    tokio::spawn(nagare_listener::run(
+        listener,
+        options,
+        move |conn| nagare_forward::handle(conn, state.clone()),
+        rx,
+    ));
     Server {
         addr,
         broker,

@@ -50,8 +50,6 @@ pub async fn run(
     state: Arc<KafkaState>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), KafkaError> {
-    // Latency: every response goes out at once; batching is done by the output queue.
-    stream.set_nodelay(true)?;
     let limit = state.config.max_request_bytes as usize;
     let flush_at = state.config.max_pending_response_bytes as usize;
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);

@@ -1,6 +1,6 @@
 //! Kafka wire protocol front end of nagare.
 //!
-//! `serve` accepts connections; each connection (`connection.rs`) reads requests into a
+//! The listener layer accepts connections; each connection (`connection.rs`) reads requests into a
 //! buffer, answers them in order through the handler registry (`handlers/`, one file per
 //! API key) and writes the answers back with one vectored write, using `sendfile(2)` for
 //! the record data of fetch responses.
@@ -20,10 +20,8 @@ mod state;
 
 use std::sync::Arc;
 
-use nagare_core::{Broker, Subsystems};
+use nagare_listener::Connection;
 use serde::{Deserialize, Serialize};
-use tokio::net::TcpListener;
-use tokio::sync::watch;
 
 pub use errors::KafkaError;
 pub use output::{Chunk, Reply};
@@ -84,37 +82,12 @@ impl Default for Config {
     }
 }
 
-/// Accepts connections on `listener` until `shutdown` turns true. `core` comes opened
-/// (and its background tasks running) from the caller.
-pub async fn serve(
-    listener: TcpListener,
-    broker: Arc<Broker>,
-    core: Subsystems,
-    config: Config,
-    mut shutdown: watch::Receiver<bool>,
-) -> std::io::Result<()> {
-    let state = Arc::new(KafkaState::new(broker, &core, config, &listener));
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        // EMFILE and friends: keep serving the connections we have.
-                        tracing::warn!(error = %e, "kafka accept failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let state = state.clone();
-                let shutdown = shutdown.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = connection::run(stream, state, shutdown).await {
-                        tracing::debug!(%peer, error = %e, "kafka connection closed");
-                    }
-                });
-            }
-            _ = shutdown.changed() => return Ok(()),
-        }
+/// Serves one accepted connection until the client leaves, the connection fails, or the
+/// server stops. Accepting, limits and shutdown are the listener layer's
+/// ([`nagare_listener`]); `state` is built once per listener with [`KafkaState::new`].
+pub async fn handle(conn: Connection, state: Arc<KafkaState>) {
+    let peer = conn.peer;
+    if let Err(e) = connection::run(conn.stream, state, conn.shutdown).await {
+        tracing::debug!(%peer, error = %e, "kafka connection closed");
     }
 }

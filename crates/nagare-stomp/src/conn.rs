@@ -9,6 +9,7 @@ use std::time::Duration;
 use bytes::BytesMut;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::decode::Decoder;
@@ -22,8 +23,11 @@ const READ_SIZE: usize = 64 * 1024;
 /// A client must CONNECT within this long.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub(crate) async fn handle(stream: TcpStream, shared: Arc<Shared>) {
-    let _ = stream.set_nodelay(true);
+pub(crate) async fn handle(
+    stream: TcpStream,
+    shared: Arc<Shared>,
+    mut stopping: watch::Receiver<bool>,
+) {
     let peer = stream.peer_addr().ok();
     let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
     let (mut rd, wr) = stream.into_split();
@@ -38,8 +42,6 @@ pub(crate) async fn handle(stream: TcpStream, shared: Arc<Shared>) {
     let mut buf = BytesMut::with_capacity(READ_SIZE);
     let mut deadline = Instant::now() + CONNECT_TIMEOUT;
     let mut frames = Vec::new();
-    let mut stopping = shared.stopping.clone();
-    shared.live.fetch_add(1, Ordering::AcqRel);
 
     'conn: loop {
         buf.reserve(READ_SIZE);
@@ -49,7 +51,7 @@ pub(crate) async fn handle(stream: TcpStream, shared: Arc<Shared>) {
                 Ok(_) => {}
             },
             _ = dead.changed() => break,
-            _ = stopping.changed() => break,
+            _ = stopped(&mut stopping) => break,
             _ = tokio::time::sleep_until(deadline) => {
                 tracing::debug!(?peer, "peer silent beyond the heart-beat tolerance; dropping");
                 break;
@@ -97,7 +99,6 @@ pub(crate) async fn handle(stream: TcpStream, shared: Arc<Shared>) {
     }
     out.close();
     session.cleanup();
-    shared.live.fetch_sub(1, Ordering::AcqRel);
 }
 
 /// When the client must have sent something by (far away without heart-beats).
@@ -108,4 +109,9 @@ fn next_deadline(session: &Session, shared: &Shared) -> Instant {
     }
     let tolerance = shared.config.heartbeat_tolerance.max(1.0);
     Instant::now() + Duration::from_millis((expected as f64 * tolerance) as u64 + 100)
+}
+
+/// Resolves once `stopping` is true (or its sender is gone); also when it already was.
+async fn stopped(stopping: &mut watch::Receiver<bool>) {
+    let _ = stopping.wait_for(|s| *s).await;
 }

@@ -33,13 +33,12 @@ mod temp;
 mod topic_sub;
 mod writer;
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use nagare_core::queues::Queues;
 use nagare_core::Broker;
-use tokio::net::TcpListener;
-use tokio::sync::watch;
+use nagare_listener::Connection;
 
 pub use bytes;
 pub use config::Config;
@@ -49,53 +48,29 @@ pub use encode::{encode, FrameWriter};
 pub use error::{FrameError, StompError};
 pub use frame::{Command, Frame, Version};
 
-/// Accepts connections on `listener` until `shutdown` turns true. `queues` comes opened
-/// (and its background task running) from the caller.
-pub async fn serve(
-    listener: TcpListener,
-    broker: Arc<Broker>,
-    queues: Arc<Queues>,
-    config: Config,
-    mut shutdown: watch::Receiver<bool>,
-) -> std::io::Result<()> {
-    let shared = Arc::new(session::Shared {
-        broker,
-        outbound: writer::GlobalBudget::new(config.max_outbound_bytes),
-        config,
-        queues: queues.clone(),
-        temp: Default::default(),
-        next_conn: AtomicU64::new(1),
-        next_message: AtomicU64::new(1),
-        stopping: shutdown.clone(),
-        live: AtomicUsize::new(0),
-    });
-    tracing::info!(addr = ?listener.local_addr().ok(), "stomp listener ready");
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, _) = match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        // Out of descriptors and the like: back off instead of spinning.
-                        tracing::warn!(error = %e, "stomp accept failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                tokio::spawn(conn::handle(stream, shared.clone()));
-            }
-            _ = shutdown.changed() => {
-                // Connections see the same signal and close (requeueing what they had
-                // in flight); then the last acknowledgements are written.
-                let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
-                while shared.live.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                }
-                if let Err(e) = queues.flush().await {
-                    tracing::warn!(error = %e, "could not write queue acknowledgements at shutdown");
-                }
-                return Ok(());
-            }
-        }
+/// What every connection of one STOMP listener shares (cheap to clone). `queues` comes
+/// opened, its background task running, from the caller.
+#[derive(Clone)]
+pub struct StompState(Arc<session::Shared>);
+
+impl StompState {
+    pub fn new(broker: Arc<Broker>, queues: Arc<Queues>, config: Config) -> StompState {
+        StompState(Arc::new(session::Shared {
+            broker,
+            outbound: writer::GlobalBudget::new(config.max_outbound_bytes),
+            config,
+            queues,
+            temp: Default::default(),
+            next_conn: AtomicU64::new(1),
+            next_message: AtomicU64::new(1),
+        }))
     }
+}
+
+/// Serves one accepted connection until the client leaves or the server stops; at a
+/// stop, what the connection had in flight on queues is requeued (the caller writes the
+/// last acknowledgements with `Queues::flush` once every connection is done).
+/// Accepting, limits and shutdown are the listener layer's ([`nagare_listener`]).
+pub async fn handle(conn: Connection, state: StompState) {
+    conn::handle(conn.stream, state.0, conn.shutdown).await;
 }

@@ -35,10 +35,6 @@ pub(crate) struct Shared {
     pub outbound: crate::writer::GlobalBudget,
     pub next_conn: AtomicU64,
     pub next_message: AtomicU64,
-    /// Turns true when the server stops: connections close.
-    pub stopping: tokio::sync::watch::Receiver<bool>,
-    /// Connections still open (the server waits for them before the last ack flush).
-    pub live: std::sync::atomic::AtomicUsize,
 }
 
 /// Ack modes of SUBSCRIBE.

@@ -28,6 +28,29 @@ pub struct Settings {
     pub stomp: StompSection,
     pub forward: ForwardSection,
     pub http: HttpSection,
+    /// Limits over every protocol listener (kafka, stomp, forward) together.
+    pub listeners: ListenersSection,
+}
+
+/// Connection limits (Kafka's `max.connections` and `max.connections.per.ip`): a
+/// connection over either is closed at once. 0 means unlimited.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ListenersSection {
+    pub max_connections: usize,
+    pub max_connections_per_ip: usize,
+    /// After SIGTERM, how long connections may take to finish before they are closed.
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for ListenersSection {
+    fn default() -> Self {
+        ListenersSection {
+            max_connections: 100_000,
+            max_connections_per_ip: 10_000,
+            shutdown_grace_ms: 2_000,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -110,6 +133,7 @@ impl Default for Settings {
             stomp: Default::default(),
             forward: Default::default(),
             http: Default::default(),
+            listeners: Default::default(),
         }
     }
 }

@@ -1,12 +1,16 @@
-//! `nagare serve`: open the broker, bind every listener, run until SIGINT/SIGTERM, then
-//! stop accepting, flush and write the clean-shutdown markers.
+//! `nagare serve`: open the broker and its subsystems, bind every listener and run the
+//! protocol front ends through the one listener layer ([`nagare_listener`]) until
+//! SIGINT/SIGTERM, then stop accepting, let connections finish, flush and write the
+//! clean-shutdown markers.
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use nagare_core::{Broker, Subsystems};
+use nagare_listener::{ConnectionLimits, ListenerOptions};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -86,36 +90,71 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
+    // One listener layer for every protocol: accept, limits, tracking, graceful stop.
+    let limits = ConnectionLimits::new(
+        settings.listeners.max_connections,
+        settings.listeners.max_connections_per_ip,
+    );
+    let grace = Duration::from_millis(settings.listeners.shutdown_grace_ms);
+    let options = |name| ListenerOptions {
+        name,
+        limits: limits.clone(),
+        grace,
+    };
+
     let mut kafka_config = settings.kafka.protocol.clone();
     if kafka_config.advertise.is_none() {
         kafka_config.advertise = Some(bound[0].1.to_string());
     }
+    let kafka_state = Arc::new(nagare_kafka::KafkaState::new(
+        broker.clone(),
+        &core,
+        kafka_config,
+        &kafka,
+    ));
     tasks.spawn(named(
         "kafka",
-        nagare_kafka::serve(
+        nagare_listener::run(
             kafka,
-            broker.clone(),
-            core.clone(),
-            kafka_config,
+            options("kafka"),
+            move |conn| nagare_kafka::handle(conn, kafka_state.clone()),
             stop_rx.clone(),
         ),
     ));
-    tasks.spawn(named(
-        "stomp",
-        nagare_stomp::serve(
+
+    let stomp_state = nagare_stomp::StompState::new(
+        broker.clone(),
+        core.queues.clone(),
+        settings.stomp.protocol.clone(),
+    );
+    let queues = core.queues.clone();
+    let stomp_stop = stop_rx.clone();
+    let stomp_options = options("stomp");
+    tasks.spawn(named("stomp", async move {
+        let served = nagare_listener::run(
             stomp,
-            broker.clone(),
-            core.queues.clone(),
-            settings.stomp.protocol.clone(),
-            stop_rx.clone(),
-        ),
-    ));
+            stomp_options,
+            move |conn| nagare_stomp::handle(conn, stomp_state.clone()),
+            stomp_stop,
+        )
+        .await;
+        // Every STOMP connection is done (requeued what it had in flight): write the
+        // last queue acknowledgements.
+        if let Err(e) = queues.flush().await {
+            tracing::warn!(error = %e, "could not write queue acknowledgements at shutdown");
+        }
+        served
+    }));
+
+    let forward_state = nagare_forward::state(broker.clone(), settings.forward.protocol.clone())
+        .context("forward listener")?;
+    nagare_forward::start_udp_heartbeats(bound[2].1, &forward_state, stop_rx.clone()).await;
     tasks.spawn(named(
         "forward",
-        nagare_forward::serve(
+        nagare_listener::run(
             forward,
-            broker.clone(),
-            settings.forward.protocol.clone(),
+            options("forward"),
+            move |conn| nagare_forward::handle(conn, forward_state.clone()),
             stop_rx.clone(),
         ),
     ));

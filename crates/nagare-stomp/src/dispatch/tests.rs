@@ -2,7 +2,7 @@
 //! sink: the connection's writer writes into one end of a loopback socket and the test
 //! reads the other end, decoding and collecting every frame the session sent.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,7 +55,6 @@ impl Sink {
 struct Harness {
     session: Session,
     sink: Sink,
-    _stop: tokio::sync::watch::Sender<bool>,
     _dir: tempfile::TempDir,
 }
 
@@ -69,7 +68,6 @@ impl Harness {
         .expect("broker");
         let (queues, background) = Queues::open(broker.clone()).expect("queues");
         tokio::spawn(background.run());
-        let (stop, stopping) = tokio::sync::watch::channel(false);
         let config = Config::default();
         let limits = config.limits();
         let shared = Arc::new(Shared {
@@ -80,8 +78,6 @@ impl Harness {
             temp: Default::default(),
             next_conn: AtomicU64::new(1),
             next_message: AtomicU64::new(1),
-            stopping,
-            live: AtomicUsize::new(0),
         });
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let peer = TcpStream::connect(listener.local_addr().expect("addr"))
@@ -100,7 +96,6 @@ impl Harness {
                 decoder,
                 buf: BytesMut::new(),
             },
-            _stop: stop,
             _dir: dir,
         }
     }

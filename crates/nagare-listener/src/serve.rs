@@ -1,0 +1,141 @@
+//! The accept loop every listener runs, and its graceful shutdown.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::connection::{Connection, Principal};
+use crate::limits::{ConnectionLimits, Permit};
+
+/// How one listener runs.
+#[derive(Clone)]
+pub struct ListenerOptions {
+    /// Name in logs and metrics (`listener` label).
+    pub name: &'static str,
+    /// Shared by every listener of the server.
+    pub limits: Arc<ConnectionLimits>,
+    /// After shutdown, how long connections may take to finish before they are aborted.
+    pub grace: Duration,
+}
+
+/// Pause after a failed accept (out of descriptors and the like) instead of spinning.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Accepts connections on `tcp` and runs `handle` for each, until `shutdown` turns true;
+/// then stops accepting, waits up to `options.grace` for the connections (which see the
+/// same signal in [`Connection::shutdown`]) and aborts those still running.
+pub async fn run<H, F>(
+    tcp: TcpListener,
+    options: ListenerOptions,
+    handle: H,
+    mut shutdown: watch::Receiver<bool>,
+) -> std::io::Result<()>
+where
+    H: Fn(Connection) -> F,
+    F: Future<Output = ()> + Send + 'static,
+{
+    let name = options.name;
+    let mut live = JoinSet::new();
+    // What each connection watches; `shutdown` itself is borrowed by the loop's select.
+    let conn_shutdown = shutdown.clone();
+    loop {
+        tokio::select! {
+            accepted = tcp.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!(listener = name, error = %e, "accept failed");
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                        continue;
+                    }
+                };
+                let permit = match options.limits.admit(peer.ip()) {
+                    Ok(p) => p,
+                    Err(why) => {
+                        // Closed at once, before the protocol sees a byte (Kafka does the same).
+                        drop(stream);
+                        metrics::counter!(
+                            "nagare_connections_rejected_total",
+                            "listener" => name,
+                            "reason" => why.reason()
+                        )
+                        .increment(1);
+                        tracing::warn!(listener = name, %peer, reason = why.reason(), "connection refused: over the limit");
+                        continue;
+                    }
+                };
+                let conn = accept(stream, peer, name, conn_shutdown.clone());
+                live.spawn(tracked(name, permit, handle(conn)));
+            }
+            // Reap finished connections so the set holds only live ones.
+            Some(_) = live.join_next(), if !live.is_empty() => {}
+            _ = stopped(&mut shutdown) => break,
+        }
+    }
+    drop(tcp);
+    let drained = tokio::time::timeout(options.grace, async {
+        while live.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            listener = name,
+            open = live.len(),
+            "connections still open after {:?}; closing them",
+            options.grace
+        );
+        live.shutdown().await;
+    }
+    Ok(())
+}
+
+fn accept(
+    stream: TcpStream,
+    peer: std::net::SocketAddr,
+    listener: &'static str,
+    shutdown: watch::Receiver<bool>,
+) -> Connection {
+    // Latency first: every front end batches its own writes.
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!(listener, %peer, error = %e, "cannot set TCP_NODELAY");
+    }
+    Connection {
+        stream,
+        peer,
+        listener,
+        principal: Principal::Anonymous,
+        shutdown,
+    }
+}
+
+/// Runs one connection, counted in the metrics and the limits while it lives (also when
+/// it is aborted: the guard's drop does the closing half).
+async fn tracked(name: &'static str, permit: Permit, conn: impl Future<Output = ()>) {
+    struct Open {
+        name: &'static str,
+        _permit: Permit,
+    }
+    impl Drop for Open {
+        fn drop(&mut self) {
+            metrics::gauge!("nagare_connections_open", "listener" => self.name).decrement(1.0);
+            metrics::counter!("nagare_connections_closed_total", "listener" => self.name)
+                .increment(1);
+        }
+    }
+    metrics::counter!("nagare_connections_accepted_total", "listener" => name).increment(1);
+    metrics::gauge!("nagare_connections_open", "listener" => name).increment(1.0);
+    let _open = Open {
+        name,
+        _permit: permit,
+    };
+    conn.await;
+}
+
+/// Resolves once `shutdown` is true (or its sender is gone).
+async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|s| *s).await;
+}
