@@ -394,7 +394,7 @@ impl Broker {
 }
 
 /// `DATA/<topic>-<partition>`, Kafka's layout.
-pub fn partition_dir(data_dir: &Path, topic: &str, index: i32) -> PathBuf {
+pub(crate) fn partition_dir(data_dir: &Path, topic: &str, index: i32) -> PathBuf {
     data_dir.join(format!("{topic}-{index}"))
 }
 

@@ -29,7 +29,7 @@ pub(crate) struct TopicStore {
 }
 
 impl TopicStore {
-    pub fn new(data_dir: &Path) -> Result<TopicStore, CoreError> {
+    pub(crate) fn new(data_dir: &Path) -> Result<TopicStore, CoreError> {
         let dir = data_dir.join(".nagare");
         std::fs::create_dir_all(&dir).map_err(|e| CoreError::io(&dir, e))?;
         Ok(TopicStore {
@@ -37,7 +37,7 @@ impl TopicStore {
         })
     }
 
-    pub fn load(&self) -> Result<StoredState, CoreError> {
+    pub(crate) fn load(&self) -> Result<StoredState, CoreError> {
         match std::fs::read(&self.path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
                 CoreError::io(
@@ -50,7 +50,7 @@ impl TopicStore {
         }
     }
 
-    pub fn save(&self, state: &StoredState) -> Result<(), CoreError> {
+    pub(crate) fn save(&self, state: &StoredState) -> Result<(), CoreError> {
         let tmp = self.path.with_extension("json.tmp");
         let bytes = serde_json::to_vec_pretty(state).expect("topic state serializes");
         let write = || -> std::io::Result<()> {

@@ -25,7 +25,7 @@ const READ_SIZE: usize = 256 * 1024;
 const MAX_REQUESTS_PER_ROUND: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
-pub enum ConnError {
+pub(crate) enum ConnError {
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
     #[error("{0}")]
@@ -46,7 +46,7 @@ pub enum ConnError {
 
 impl ConnError {
     /// A short label for logs and the `reason` of the close counter.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             ConnError::Io(_) => "io",
             ConnError::Decode(_) | ConnError::OverBufferCap { .. } => "malformed",
@@ -79,7 +79,7 @@ impl Shared {
     }
 }
 
-pub async fn handle(mut stream: TcpStream, shared: Arc<Shared>) -> Result<u64, ConnError> {
+pub(crate) async fn handle(mut stream: TcpStream, shared: Arc<Shared>) -> Result<u64, ConnError> {
     let cfg = &shared.config;
     let mut decoder = Decoder::new(cfg.limits());
     let mut ingest = Ingest::new(

@@ -9,7 +9,7 @@ use kafka_protocol::protocol::Decodable;
 
 /// Why a frame could not become a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RequestError {
+pub(crate) enum RequestError {
     #[error("frame size {0} is negative")]
     NegativeSize(i32),
     #[error("request of {size} bytes exceeds the limit of {limit}")]
@@ -30,7 +30,7 @@ pub enum RequestError {
 
 /// The size of the next frame, once its 4-byte prefix is in `buf`, checked against
 /// `limit`. `Ok(None)` means more bytes are needed to know.
-pub fn peek_frame_size(buf: &[u8], limit: usize) -> Result<Option<usize>, RequestError> {
+pub(crate) fn peek_frame_size(buf: &[u8], limit: usize) -> Result<Option<usize>, RequestError> {
     if buf.len() < 4 {
         return Ok(None);
     }
@@ -46,7 +46,7 @@ pub fn peek_frame_size(buf: &[u8], limit: usize) -> Result<Option<usize>, Reques
 }
 
 /// Takes the next complete frame (without its size prefix) off the front of `buf`.
-pub fn next_frame(buf: &mut BytesMut, limit: usize) -> Result<Option<Bytes>, RequestError> {
+pub(crate) fn next_frame(buf: &mut BytesMut, limit: usize) -> Result<Option<Bytes>, RequestError> {
     match peek_frame_size(buf, limit)? {
         Some(size) if buf.len() >= 4 + size => {
             buf.advance(4);
@@ -58,7 +58,7 @@ pub fn next_frame(buf: &mut BytesMut, limit: usize) -> Result<Option<Bytes>, Req
 
 /// A request with its header decoded; the body is decoded by its handler.
 #[derive(Debug, Clone)]
-pub struct ParsedRequest {
+pub(crate) struct ParsedRequest {
     pub api_key: ApiKey,
     pub version: i16,
     pub header: RequestHeader,
@@ -66,7 +66,7 @@ pub struct ParsedRequest {
 }
 
 impl ParsedRequest {
-    pub fn correlation_id(&self) -> i32 {
+    pub(crate) fn correlation_id(&self) -> i32 {
         self.header.correlation_id
     }
 }
@@ -74,14 +74,14 @@ impl ParsedRequest {
 /// The fixed start of every request header, read before anything is decoded: it says
 /// which handler (if any) gets the frame and how to decode the rest of the header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RequestHead {
+pub(crate) struct RequestHead {
     pub api_key: i16,
     pub version: i16,
     pub correlation_id: i32,
 }
 
 /// Reads the API key, version and correlation id at the start of a frame.
-pub fn peek_head(frame: &[u8]) -> Result<RequestHead, RequestError> {
+pub(crate) fn peek_head(frame: &[u8]) -> Result<RequestHead, RequestError> {
     match frame {
         [k0, k1, v0, v1, c0, c1, c2, c3, ..] => Ok(RequestHead {
             api_key: i16::from_be_bytes([*k0, *k1]),
@@ -94,7 +94,7 @@ pub fn peek_head(frame: &[u8]) -> Result<RequestHead, RequestError> {
 
 /// Decodes the request header of `frame`, whose head was read by [`peek_head`] and whose
 /// API key and version the caller has resolved; the body is left for its handler.
-pub fn decode_header(
+pub(crate) fn decode_header(
     mut frame: Bytes,
     api_key: ApiKey,
     head: RequestHead,

@@ -45,7 +45,7 @@ struct Answer {
     reply: Result<Reply, KafkaError>,
 }
 
-pub async fn run(
+pub(crate) async fn run(
     mut stream: TcpStream,
     state: Arc<KafkaState>,
     mut shutdown: watch::Receiver<bool>,

@@ -43,7 +43,7 @@ pub enum Reply {
 
 /// Responses queued on one connection, written out together.
 #[derive(Default)]
-pub struct OutQueue {
+pub(crate) struct OutQueue {
     chunks: Vec<Chunk>,
     /// Small pieces (response headers) are gathered here to keep the iovec count low.
     scratch: BytesMut,
@@ -51,17 +51,17 @@ pub struct OutQueue {
 }
 
 impl OutQueue {
-    pub fn pending_bytes(&self) -> usize {
+    pub(crate) fn pending_bytes(&self) -> usize {
         self.bytes + self.scratch.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.chunks.is_empty() && self.scratch.is_empty()
     }
 
     /// Queues one response: size prefix, correlation id, the tagged-field byte of a v1
     /// response header, then the body.
-    pub fn push_response(&mut self, correlation_id: i32, header_v1: bool, reply: Reply) {
+    pub(crate) fn push_response(&mut self, correlation_id: i32, header_v1: bool, reply: Reply) {
         let body_len: usize = match &reply {
             Reply::Body(b) => b.len(),
             Reply::Chunks(c) => c.iter().map(Chunk::len).sum(),
@@ -105,7 +105,7 @@ impl OutQueue {
 
     /// Writes everything queued: runs of in-memory chunks with vectored writes, file
     /// ranges with sendfile.
-    pub async fn flush(&mut self, stream: &mut TcpStream) -> io::Result<()> {
+    pub(crate) async fn flush(&mut self, stream: &mut TcpStream) -> io::Result<()> {
         self.seal_scratch();
         let chunks = std::mem::take(&mut self.chunks);
         self.bytes = 0;

@@ -12,7 +12,7 @@ use crate::errors::ResponseError;
 static LOG_LIMIT: LogLimiter = LogLimiter::new(LOG_INTERVAL);
 
 /// The `reason` label for a produce error.
-pub fn reason(error: ResponseError) -> &'static str {
+pub(crate) fn reason(error: ResponseError) -> &'static str {
     match error {
         ResponseError::MessageTooLarge | ResponseError::RecordListTooLarge => "record_too_large",
         ResponseError::CorruptMessage
@@ -30,7 +30,7 @@ pub fn reason(error: ResponseError) -> &'static str {
 }
 
 /// Counts and (rate-limited) logs the refusal of one partition's batches.
-pub fn report(error: ResponseError, topic: &str, partition: i32, detail: Option<&str>) {
+pub(crate) fn report(error: ResponseError, topic: &str, partition: i32, detail: Option<&str>) {
     let reason = reason(error);
     metrics::counter!("nagare_rejected_total", "protocol" => "kafka", "reason" => reason)
         .increment(1);

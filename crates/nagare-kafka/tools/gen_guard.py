@@ -138,7 +138,7 @@ def main():
         ):
             name, body = m.group(1), m.group(2)
             struct_module[name] = module
-            out.append(f"pub fn {fn_name(module, name)}(buf: &mut Bytes, version: i16) -> Result<()> {{")
+            out.append(f"pub(crate) fn {fn_name(module, name)}(buf: &mut Bytes, version: i16) -> Result<()> {{")
             out.append(rewrite(module, name, body, structs))
             out.append("}")
             out.append("")
@@ -147,7 +147,7 @@ def main():
     header_fn = messages[start:messages.index("pub fn response_header_version")]
     arms = re.findall(r"ApiKey::(\w+) =>\s*\{?\s*(\w+)Request::header_version", header_fn)
     out.append("/// Walks a request body of `key` at `version` without allocating from wire counts.")
-    out.append("pub fn check_request(key: ApiKey, buf: &mut Bytes, version: i16) -> Result<()> {")
+    out.append("pub(crate) fn check_request(key: ApiKey, buf: &mut Bytes, version: i16) -> Result<()> {")
     out.append("    match key {")
     for key, kind in arms:
         struct = f"{kind}Request"

@@ -10,18 +10,18 @@ pub const LOG_OVERHEAD: usize = 12;
 
 /// Byte positions of the header fields.
 pub(crate) mod pos {
-    pub const BATCH_LENGTH: usize = 8;
-    pub const LEADER_EPOCH: usize = 12;
-    pub const MAGIC: usize = 16;
-    pub const CRC: usize = 17;
-    pub const ATTRIBUTES: usize = 21;
-    pub const LAST_OFFSET_DELTA: usize = 23;
-    pub const BASE_TIMESTAMP: usize = 27;
-    pub const MAX_TIMESTAMP: usize = 35;
-    pub const PRODUCER_ID: usize = 43;
-    pub const PRODUCER_EPOCH: usize = 51;
-    pub const BASE_SEQUENCE: usize = 53;
-    pub const RECORD_COUNT: usize = 57;
+    pub(crate) const BATCH_LENGTH: usize = 8;
+    pub(crate) const LEADER_EPOCH: usize = 12;
+    pub(crate) const MAGIC: usize = 16;
+    pub(crate) const CRC: usize = 17;
+    pub(crate) const ATTRIBUTES: usize = 21;
+    pub(crate) const LAST_OFFSET_DELTA: usize = 23;
+    pub(crate) const BASE_TIMESTAMP: usize = 27;
+    pub(crate) const MAX_TIMESTAMP: usize = 35;
+    pub(crate) const PRODUCER_ID: usize = 43;
+    pub(crate) const PRODUCER_EPOCH: usize = 51;
+    pub(crate) const BASE_SEQUENCE: usize = 53;
+    pub(crate) const RECORD_COUNT: usize = 57;
 }
 
 /// Compression codec, from the low 3 bits of the attributes.

@@ -33,7 +33,7 @@ pub(crate) struct Indexes {
 impl Indexes {
     /// Accounts one batch appended at `position`; adds index entries every
     /// `interval` bytes, as Kafka does.
-    pub fn on_append(
+    pub(crate) fn on_append(
         &mut self,
         base: i64,
         position: u64,
@@ -56,7 +56,7 @@ impl Indexes {
 
     /// Adds a time entry for the current maximum if it is newer than the last one (also
     /// done when a segment stops being active, so its maximum is in the file).
-    pub fn maybe_add_time_entry(&mut self, base: i64) {
+    pub(crate) fn maybe_add_time_entry(&mut self, base: i64) {
         if let Some((ts, off)) = self.max_timestamp {
             if self.times.last().is_none_or(|&(last, _)| ts > last) {
                 self.times.push((ts, (off - base) as u32));
@@ -66,7 +66,7 @@ impl Indexes {
 
     /// Position from which to scan for `offset`: the batch of the last entry at or
     /// below it, else the segment start.
-    pub fn lookup(&self, base: i64, offset: i64) -> u64 {
+    pub(crate) fn lookup(&self, base: i64, offset: i64) -> u64 {
         let rel = offset - base;
         if rel < 0 {
             return 0;
@@ -80,13 +80,13 @@ impl Indexes {
     }
 
     /// Largest known batch start at or below `limit` (a batch boundary), if any.
-    pub fn boundary_at_or_below(&self, limit: u64) -> Option<u64> {
+    pub(crate) fn boundary_at_or_below(&self, limit: u64) -> Option<u64> {
         let i = self.offsets.partition_point(|&(_, p)| p as u64 <= limit);
         (i > 0).then(|| self.offsets[i - 1].1 as u64)
     }
 
     /// Offset from which to scan for the first batch whose max timestamp is >= `ts`.
-    pub fn time_lookup(&self, base: i64, ts: i64) -> i64 {
+    pub(crate) fn time_lookup(&self, base: i64, ts: i64) -> i64 {
         let i = self.times.partition_point(|&(t, _)| t < ts);
         if i == 0 {
             base
@@ -97,7 +97,12 @@ impl Indexes {
 
     /// Writes entries not yet in the files, each at its own position, so entries
     /// after a failed write replace whatever it left.
-    pub fn persist(&mut self, io: &Io, index: &Path, timeindex: &Path) -> std::io::Result<()> {
+    pub(crate) fn persist(
+        &mut self,
+        io: &Io,
+        index: &Path,
+        timeindex: &Path,
+    ) -> std::io::Result<()> {
         if self.offsets_persisted < self.offsets.len() {
             let mut buf = Vec::with_capacity((self.offsets.len() - self.offsets_persisted) * 8);
             for &(o, p) in &self.offsets[self.offsets_persisted..] {
@@ -122,7 +127,12 @@ impl Indexes {
     }
 
     /// Replaces both files with the in-memory entries.
-    pub fn rewrite(&mut self, io: &Io, index: &Path, timeindex: &Path) -> std::io::Result<()> {
+    pub(crate) fn rewrite(
+        &mut self,
+        io: &Io,
+        index: &Path,
+        timeindex: &Path,
+    ) -> std::io::Result<()> {
         io.open(index, OpenMode::CreateTruncate)?;
         io.open(timeindex, OpenMode::CreateTruncate)?;
         self.offsets_persisted = 0;
@@ -132,7 +142,7 @@ impl Indexes {
 
     /// Loads both files; `None` when either is missing or inconsistent with a segment of
     /// `segment_len` bytes (then the caller rebuilds them from the log).
-    pub fn load(
+    pub(crate) fn load(
         io: &Io,
         index: &Path,
         timeindex: &Path,

@@ -246,7 +246,7 @@ struct SlotInner {
 
 impl FileSlot {
     /// The open file, opening it (and closing others past the budget) if needed.
-    pub fn get(&self) -> io::Result<Arc<File>> {
+    pub(crate) fn get(&self) -> io::Result<Arc<File>> {
         let inner = &self.0;
         if let Some(f) = &*inner.file.lock() {
             inner.referenced.store(true, Ordering::Relaxed);
@@ -278,7 +278,7 @@ impl FileSlot {
     }
 
     /// Adopts a file just opened by the caller (e.g. a segment it created).
-    pub fn insert(&self, file: File) -> Arc<File> {
+    pub(crate) fn insert(&self, file: File) -> Arc<File> {
         let file = Arc::new(file);
         let shared = &self.0.shared;
         let mut ring = shared.ring.lock();
@@ -302,12 +302,12 @@ impl FileSlot {
 
     /// The file if it is open now, without opening it.
     #[cfg(test)]
-    pub fn if_open(&self) -> Option<Arc<File>> {
+    pub(crate) fn if_open(&self) -> Option<Arc<File>> {
         self.0.file.lock().clone()
     }
 
     /// Closes the descriptor held by the slot (readers keep theirs).
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         if self.0.file.lock().take().is_some() {
             self.0.shared.open.fetch_sub(1, Ordering::Relaxed);
         }

@@ -38,12 +38,12 @@ pub(crate) struct Io {
 
 impl Io {
     /// Opens a short-lived file, retrying when descriptors run out.
-    pub fn open(&self, path: &Path, mode: OpenMode) -> std::io::Result<File> {
+    pub(crate) fn open(&self, path: &Path, mode: OpenMode) -> std::io::Result<File> {
         self.files.open_transient(&self.storage, path, mode)
     }
 
     /// Reads a whole small file; `None` when it does not exist.
-    pub fn read_opt(&self, path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    pub(crate) fn read_opt(&self, path: &Path) -> std::io::Result<Option<Vec<u8>>> {
         let f = match self.open(path, OpenMode::Read) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -55,7 +55,7 @@ impl Io {
     }
 
     /// fsyncs a directory's entries.
-    pub fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+    pub(crate) fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
         self.files
             .retry_out_of_descriptors(|| self.storage.sync_dir(dir))
     }
@@ -123,7 +123,7 @@ impl Segment {
 
     /// Creates a new empty segment (replacing leftovers with the same name). Its
     /// directory entry is durable only after the caller fsyncs the directory.
-    pub fn create(io: &Io, dir: &Path, base: i64) -> std::io::Result<Segment> {
+    pub(crate) fn create(io: &Io, dir: &Path, base: i64) -> std::io::Result<Segment> {
         let seg = Segment::new(io, dir, base, 0);
         let file = io.open(&seg.log_path, OpenMode::CreateTruncate)?;
         io.open(&seg.index_path, OpenMode::CreateTruncate)?;
@@ -133,7 +133,7 @@ impl Segment {
     }
 
     /// Opens an existing segment's log file; indexes are loaded by the caller.
-    pub fn open(io: &Io, dir: &Path, base: i64) -> std::io::Result<Segment> {
+    pub(crate) fn open(io: &Io, dir: &Path, base: i64) -> std::io::Result<Segment> {
         let seg = Segment::new(io, dir, base, 0);
         let len = seg.file()?.metadata()?.len();
         seg.set_size(len);
@@ -142,21 +142,21 @@ impl Segment {
     }
 
     /// The open `.log` file (opened now if the descriptor budget had closed it).
-    pub fn file(&self) -> std::io::Result<Arc<File>> {
+    pub(crate) fn file(&self) -> std::io::Result<Arc<File>> {
         self.file.get()
     }
 
-    pub fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         self.size.load(Ordering::Acquire)
     }
 
-    pub fn set_size(&self, size: u64) {
+    pub(crate) fn set_size(&self, size: u64) {
         self.size.store(size, Ordering::Release);
     }
 
     /// Rebuilds the indexes by scanning the whole file (checking CRCs if asked) and
     /// truncates the file after the last good batch. Returns what the scan found.
-    pub fn rebuild(
+    pub(crate) fn rebuild(
         &self,
         interval: u32,
         max_batch: usize,
@@ -191,7 +191,7 @@ impl Segment {
     /// Loads the index files and checks the tail from the last index entry (headers only).
     /// Returns `None` when the files are missing/inconsistent or the tail does not parse,
     /// so the caller rebuilds.
-    pub fn load(&self, max_batch: usize) -> std::io::Result<Option<ScanEnd>> {
+    pub(crate) fn load(&self, max_batch: usize) -> std::io::Result<Option<ScanEnd>> {
         let size = self.size();
         let Some(mut idx) = Indexes::load(&self.io, &self.index_path, &self.time_path, size)?
         else {
@@ -235,7 +235,7 @@ impl Segment {
     /// disk, an I/O error) the file is cut back to its previous length, so a later
     /// write never lands behind half a batch; if even the cut fails, the next write
     /// retries it first.
-    pub fn write(&self, bufs: &[&[u8]]) -> std::io::Result<()> {
+    pub(crate) fn write(&self, bufs: &[&[u8]]) -> std::io::Result<()> {
         let file = self.file()?;
         let before = self.size();
         if self.dirty_tail.load(Ordering::Acquire) {
@@ -250,7 +250,7 @@ impl Segment {
     }
 
     /// Cuts the file to `len` bytes (whole batches) and forgets what lies past it.
-    pub fn cut(&self, len: u64) -> std::io::Result<()> {
+    pub(crate) fn cut(&self, len: u64) -> std::io::Result<()> {
         let file = self.file()?;
         self.io.storage.set_len(&file, len)?;
         self.set_size(len);
@@ -267,7 +267,7 @@ impl Segment {
     /// everything past the last durable point, checks each batch's CRC and writes it
     /// again before fsyncing: bytes are never reported durable on the strength of an
     /// fsync that followed a failed one without a fresh write.
-    pub fn sync_data(&self, max_batch: usize) -> std::io::Result<()> {
+    pub(crate) fn sync_data(&self, max_batch: usize) -> std::io::Result<()> {
         let file = self.file()?;
         let size = self.size();
         if self.sync_failed.load(Ordering::Acquire) {
@@ -316,14 +316,18 @@ impl Segment {
 
     /// Finds the first batch whose last offset is >= `offset` among the first `limit`
     /// bytes; returns its position and header.
-    pub fn find(&self, offset: i64, limit: u64) -> std::io::Result<Option<(u64, BatchHeader)>> {
+    pub(crate) fn find(
+        &self,
+        offset: i64,
+        limit: u64,
+    ) -> std::io::Result<Option<(u64, BatchHeader)>> {
         let pos = self.idx.read().lookup(self.base, offset);
         self.scan_headers(pos, limit, LOOKUP_CHUNK, |h| h.last_offset() >= offset)
     }
 
     /// First batch (within `limit` bytes) whose max timestamp is >= `ts` and whose last
     /// offset is >= `min_offset`.
-    pub fn find_by_time(
+    pub(crate) fn find_by_time(
         &self,
         ts: i64,
         min_offset: i64,
@@ -367,7 +371,7 @@ impl Segment {
 
     /// End of the whole batches from `start` (a batch start) that fit in `max_bytes`
     /// (at least `first_len`, the first batch) without passing `limit`.
-    pub fn extend(
+    pub(crate) fn extend(
         &self,
         start: u64,
         first_len: u64,
@@ -400,7 +404,7 @@ impl Segment {
 
     /// Closes the file and removes the segment's files (their directory entries go
     /// away for good at the next directory fsync).
-    pub fn delete_files(&self) {
+    pub(crate) fn delete_files(&self) {
         self.file.close();
         for p in [&self.log_path, &self.index_path, &self.time_path] {
             if let Err(e) = self.io.storage.remove_file(p) {
@@ -412,7 +416,7 @@ impl Segment {
     }
 
     /// fsyncs the log file and the index files.
-    pub fn sync_all_files(&self, max_batch: usize) -> std::io::Result<()> {
+    pub(crate) fn sync_all_files(&self, max_batch: usize) -> std::io::Result<()> {
         self.sync_data(max_batch)?;
         for p in [&self.index_path, &self.time_path] {
             if let Ok(f) = self.io.open(p, OpenMode::Read) {

@@ -92,7 +92,10 @@ pub(crate) struct Settle {
 impl Request {
     /// Parses a client frame received on a connection speaking `version`. On error the
     /// receipt (if the frame asked for one) comes back with it, for the ERROR.
-    pub fn parse(frame: Frame, version: Version) -> Result<Request, (StompError, Option<String>)> {
+    pub(crate) fn parse(
+        frame: Frame,
+        version: Version,
+    ) -> Result<Request, (StompError, Option<String>)> {
         let receipt = frame.header("receipt").map(str::to_string);
         match ClientCommand::parse(frame, version) {
             Ok(command) => Ok(Request { receipt, command }),
@@ -102,7 +105,7 @@ impl Request {
 }
 
 impl ClientCommand {
-    pub fn parse(frame: Frame, version: Version) -> Result<ClientCommand, StompError> {
+    pub(crate) fn parse(frame: Frame, version: Version) -> Result<ClientCommand, StompError> {
         let f = &frame;
         Ok(match f.command {
             Command::Connect | Command::Stomp => ClientCommand::Connect(Connect {
@@ -160,7 +163,7 @@ impl ClientCommand {
     }
 
     /// The transaction a SEND, ACK or NACK belongs to: it is held until COMMIT.
-    pub fn transaction(&self) -> Option<&str> {
+    pub(crate) fn transaction(&self) -> Option<&str> {
         match self {
             ClientCommand::Send(s) => s.transaction.as_deref(),
             ClientCommand::Ack(s) | ClientCommand::Nack { settle: s, .. } => {

@@ -37,7 +37,7 @@ pub(crate) struct MessageHead {
 
 impl MessageHead {
     /// A record as a MESSAGE. `redelivered` is set for queue messages.
-    pub fn encode_record(
+    pub(crate) fn encode_record(
         &self,
         out: &mut BytesMut,
         message_id: &str,
@@ -64,7 +64,7 @@ impl MessageHead {
     }
 
     /// A SEND's headers and body as a MESSAGE (temp queues: no log in between).
-    pub fn encode_frame(
+    pub(crate) fn encode_frame(
         &self,
         out: &mut BytesMut,
         message_id: &str,

@@ -47,7 +47,7 @@ pub(crate) enum AckMode {
 }
 
 impl AckMode {
-    pub fn parse(v: Option<&str>) -> Option<AckMode> {
+    pub(crate) fn parse(v: Option<&str>) -> Option<AckMode> {
         match v {
             None | Some("auto") => Some(AckMode::Auto),
             Some("client") => Some(AckMode::Client),
@@ -93,7 +93,7 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub fn new(shared: Arc<Shared>, out: ConnOut) -> Session {
+    pub(crate) fn new(shared: Arc<Shared>, out: ConnOut) -> Session {
         Session {
             shared,
             out,
@@ -110,33 +110,33 @@ impl Session {
     }
 
     /// Whether CONNECT has been accepted.
-    pub fn connected(&self) -> bool {
+    pub(crate) fn connected(&self) -> bool {
         self.connected
     }
 
     /// Set by DISCONNECT: stop reading after this frame.
-    pub fn closing(&self) -> bool {
+    pub(crate) fn closing(&self) -> bool {
         self.closing
     }
 
-    pub fn version(&self) -> Version {
+    pub(crate) fn version(&self) -> Version {
         self.version
     }
 
     /// Negotiated heart-beat intervals: (expected from the client, sent by us), ms.
-    pub fn heartbeat(&self) -> (u64, u64) {
+    pub(crate) fn heartbeat(&self) -> (u64, u64) {
         self.heartbeat
     }
 
-    pub fn id(&self) -> u64 {
+    pub(crate) fn id(&self) -> u64 {
         self.out.id
     }
 
-    pub fn next_message_id(&self) -> u64 {
+    pub(crate) fn next_message_id(&self) -> u64 {
         self.shared.next_message.fetch_add(1, Ordering::Relaxed)
     }
 
-    pub async fn send_receipt(&self, receipt: &str) {
+    pub(crate) async fn send_receipt(&self, receipt: &str) {
         let mut buf = BytesMut::with_capacity(64);
         let mut w = FrameWriter::begin(&mut buf, self.version, Command::Receipt);
         w.header("receipt-id", receipt);
@@ -145,7 +145,7 @@ impl Session {
     }
 
     /// Sends ERROR (with `receipt-id` if the offending frame asked for a receipt).
-    pub async fn send_error(&self, message: &str, detail: &str, receipt: Option<&str>) {
+    pub(crate) async fn send_error(&self, message: &str, detail: &str, receipt: Option<&str>) {
         let mut buf = BytesMut::with_capacity(128 + detail.len());
         let mut w = FrameWriter::begin(&mut buf, self.version, Command::Error);
         // A header value is one line.
@@ -162,7 +162,7 @@ impl Session {
     /// Refuses a frame visibly: a log line with the reason, the counter
     /// `nagare_rejected_total{protocol="stomp",reason}`, and an ERROR (with `receipt-id`
     /// if the frame asked for a receipt).
-    pub async fn reject(&self, error: &StompError, receipt: Option<&str>) {
+    pub(crate) async fn reject(&self, error: &StompError, receipt: Option<&str>) {
         let reason = error.reason();
         tracing::warn!(conn = self.id(), reason, %error, "stomp frame rejected");
         metrics::counter!("nagare_rejected_total", "protocol" => "stomp", "reason" => reason)
@@ -173,7 +173,7 @@ impl Session {
 
     /// Ends everything the connection owns: queue consumers (their unacknowledged messages
     /// are redelivered), topic followers, temp queues; open transactions are dropped.
-    pub fn cleanup(&mut self) {
+    pub(crate) fn cleanup(&mut self) {
         for (_, sub) in self.subs.drain() {
             end_subscription(sub);
         }

@@ -25,7 +25,7 @@ pub(crate) struct TempTarget {
 }
 
 impl TempTarget {
-    pub fn new(out: ConnOut, head: MessageHead, max_bytes: usize) -> TempTarget {
+    pub(crate) fn new(out: ConnOut, head: MessageHead, max_bytes: usize) -> TempTarget {
         let budget_max = max_bytes.clamp(1024, u32::MAX as usize / 2);
         TempTarget {
             out,
@@ -39,7 +39,7 @@ impl TempTarget {
     /// Hands an encoded MESSAGE to the owner without ever waiting: when the owner has
     /// left `temp_queue_max_bytes` unread, the reply is dropped (logged and counted), as
     /// the sender is typically a responder serving many requesters.
-    pub fn deliver(&self, frame: Bytes) {
+    pub(crate) fn deliver(&self, frame: Bytes) {
         let n = frame.len().clamp(1, self.budget_max) as u32;
         match self.budget.clone().try_acquire_many_owned(n) {
             Ok(permit) => {
@@ -71,15 +71,15 @@ pub(crate) struct TempQueues {
 }
 
 impl TempQueues {
-    pub fn insert(&self, id: String, target: Arc<TempTarget>) {
+    pub(crate) fn insert(&self, id: String, target: Arc<TempTarget>) {
         self.map.write().insert(id, target);
     }
 
-    pub fn get(&self, id: &str) -> Option<Arc<TempTarget>> {
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<TempTarget>> {
         self.map.read().get(id).cloned()
     }
 
-    pub fn remove(&self, id: &str) {
+    pub(crate) fn remove(&self, id: &str) {
         self.map.write().remove(id);
     }
 }

@@ -27,7 +27,7 @@ pub(crate) enum StartAt {
 }
 
 impl StartAt {
-    pub fn parse(v: Option<&str>) -> Option<StartAt> {
+    pub(crate) fn parse(v: Option<&str>) -> Option<StartAt> {
         Some(match v {
             None | Some("next") | Some("last") => StartAt::Next,
             Some("first") => StartAt::First,

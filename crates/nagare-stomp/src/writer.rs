@@ -110,7 +110,7 @@ pub(crate) struct Reservation {
 
 impl Reservation {
     /// Bytes reserved.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.conn.num_permits()
     }
 
@@ -132,7 +132,7 @@ pub(crate) struct GlobalBudget {
 }
 
 impl GlobalBudget {
-    pub fn new(max_bytes: usize) -> GlobalBudget {
+    pub(crate) fn new(max_bytes: usize) -> GlobalBudget {
         let max = max_bytes.clamp(64 * 1024, u32::MAX as usize / 2);
         GlobalBudget {
             sem: Arc::new(Semaphore::new(max)),
@@ -155,7 +155,7 @@ pub(crate) struct ConnOut {
 impl ConnOut {
     /// Sends bytes (one or more frames): straight to the socket if possible, else queued
     /// for the writer once there is room in the budget. False once the connection is gone.
-    pub async fn send(&self, bytes: Bytes) -> bool {
+    pub(crate) async fn send(&self, bytes: Bytes) -> bool {
         if self.tx.is_closed() {
             return false;
         }
@@ -185,7 +185,7 @@ impl ConnOut {
     /// Waits for room for about `want` bytes (at most a quarter of the connection's
     /// budget, so replies and a second subscription still fit) in the connection's budget,
     /// then in the listener-wide one. None once the connection is gone.
-    pub async fn reserve(&self, want: usize) -> Option<Reservation> {
+    pub(crate) async fn reserve(&self, want: usize) -> Option<Reservation> {
         let n = want
             .clamp(1, (self.budget_max / 4).max(1))
             .min(self.global.max) as u32;
@@ -199,7 +199,7 @@ impl ConnOut {
 
     /// Sends frames read into `room` (see [`ConnOut::reserve`]): never waits. False once
     /// the connection is gone.
-    pub fn send_reserved(&self, bytes: Bytes, room: Reservation) -> bool {
+    pub(crate) fn send_reserved(&self, bytes: Bytes, room: Reservation) -> bool {
         if self.tx.is_closed() {
             return false;
         }
@@ -221,7 +221,7 @@ impl ConnOut {
 
     /// Sends bytes already paid for by `permit` (a temp queue's own budget): never waits;
     /// the permit is returned once they are written. False once the connection is gone.
-    pub fn send_within(&self, bytes: Bytes, permit: OwnedSemaphorePermit) -> bool {
+    pub(crate) fn send_within(&self, bytes: Bytes, permit: OwnedSemaphorePermit) -> bool {
         if self.tx.is_closed() {
             return false;
         }
@@ -237,7 +237,7 @@ impl ConnOut {
     /// Sends queue messages (already bounded by prefetch credit). Returns true when they
     /// were written at once and `auto_acks` asked to settle them on write: the caller
     /// settles them.
-    pub fn send_queue_messages(&self, bytes: Bytes, auto_acks: Vec<AutoAck>) -> bool {
+    pub(crate) fn send_queue_messages(&self, bytes: Bytes, auto_acks: Vec<AutoAck>) -> bool {
         if self.tx.is_closed() {
             return false;
         }
@@ -265,11 +265,11 @@ impl ConnOut {
         true
     }
 
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.enqueue(Out::Close);
     }
 
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.tx.is_closed()
     }
 }

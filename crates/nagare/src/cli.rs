@@ -6,13 +6,13 @@ use clap::{Args, Parser, Subcommand};
 /// nagare: one broker for Kafka, STOMP and Fluentd forward clients, all on one shared log.
 #[derive(Debug, Parser)]
 #[command(name = "nagare", version, about, long_about = None)]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run the broker (Kafka, STOMP, forward and HTTP listeners on loopback by default).
     Serve(ServeArgs),
     /// Create, list, describe and delete topics of a running broker (HTTP admin API).
@@ -32,7 +32,7 @@ pub enum Command {
 /// `NAGARE_KAFKA_LISTEN`, `NAGARE_TOPICS_FLUSH`) and `NAGARE_<KEY>` for a top-level one
 /// (`NAGARE_DATA_DIR`). Precedence: flags > environment > file > defaults.
 #[derive(Debug, Args, Default)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// TOML configuration file (see nagare.toml in the repository for every setting).
     #[arg(long, value_name = "FILE", env = "NAGARE_CONFIG")]
     pub config: Option<PathBuf>,

@@ -10,7 +10,7 @@ use nagare_kafka::client::Connection;
 use nagare_log::batch::{build_batch, decode_records, NewRecord};
 
 #[derive(Debug, Args)]
-pub struct ProduceArgs {
+pub(crate) struct ProduceArgs {
     /// Kafka address of the broker.
     #[arg(long, default_value = "127.0.0.1:9092")]
     pub bootstrap: String,
@@ -23,7 +23,7 @@ pub struct ProduceArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ConsumeArgs {
+pub(crate) struct ConsumeArgs {
     /// Kafka address of the broker.
     #[arg(long, default_value = "127.0.0.1:9092")]
     pub bootstrap: String,
@@ -51,7 +51,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// Each line of standard input becomes one record (acks=all); prints the offsets.
-pub fn produce(args: ProduceArgs) -> anyhow::Result<()> {
+pub(crate) fn produce(args: ProduceArgs) -> anyhow::Result<()> {
     runtime()?.block_on(async move {
         let mut conn = Connection::connect(&args.bootstrap)
             .await
@@ -103,7 +103,7 @@ pub fn produce(args: ProduceArgs) -> anyhow::Result<()> {
 
 /// Prints record values, one per line, from `--offset` (default: the earliest) until the
 /// end of the partition or `--count` records.
-pub fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
+pub(crate) fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
     runtime()?.block_on(async move {
         let mut conn = Connection::connect(&args.bootstrap)
             .await

@@ -14,7 +14,7 @@ use crate::config_check::{self, strict};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Settings {
+pub(crate) struct Settings {
     pub data_dir: PathBuf,
     pub node_id: i32,
     /// Log filter in `tracing` syntax.
@@ -36,7 +36,7 @@ pub struct Settings {
 /// connection over either is closed at once. 0 means unlimited.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct ListenersSection {
+pub(crate) struct ListenersSection {
     pub max_connections: usize,
     pub max_connections_per_ip: usize,
     /// After SIGTERM, how long connections may take to finish before they are closed.
@@ -55,7 +55,7 @@ impl Default for ListenersSection {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
-pub struct KafkaSection {
+pub(crate) struct KafkaSection {
     pub listen: SocketAddr,
     #[serde(flatten)]
     pub protocol: nagare_kafka::Config,
@@ -63,7 +63,7 @@ pub struct KafkaSection {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
-pub struct StompSection {
+pub(crate) struct StompSection {
     pub listen: SocketAddr,
     #[serde(flatten)]
     pub protocol: nagare_stomp::Config,
@@ -71,7 +71,7 @@ pub struct StompSection {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
-pub struct ForwardSection {
+pub(crate) struct ForwardSection {
     pub listen: SocketAddr,
     #[serde(flatten)]
     pub protocol: nagare_forward::Config,
@@ -79,7 +79,7 @@ pub struct ForwardSection {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct HttpSection {
+pub(crate) struct HttpSection {
     pub listen: SocketAddr,
 }
 
@@ -142,7 +142,7 @@ impl Settings {
     /// Builds the settings from every source, in precedence order, and checks them all
     /// (see [`crate::config_check`]). Also returns warnings to log once logging is up:
     /// `NAGARE_*` variables that name no setting.
-    pub fn load(args: &ServeArgs) -> anyhow::Result<(Settings, Vec<String>)> {
+    pub(crate) fn load(args: &ServeArgs) -> anyhow::Result<(Settings, Vec<String>)> {
         let mut tree = toml::Value::try_from(Settings::default())?;
         if let Some(path) = &args.config {
             let file = read_file(path)?;
@@ -242,7 +242,7 @@ impl Settings {
         }
     }
 
-    pub fn broker_config(&self) -> BrokerConfig {
+    pub(crate) fn broker_config(&self) -> BrokerConfig {
         BrokerConfig {
             data_dir: self.data_dir.clone(),
             node_id: self.node_id,
@@ -256,7 +256,7 @@ impl Settings {
         }
     }
 
-    pub fn to_toml(&self) -> anyhow::Result<String> {
+    pub(crate) fn to_toml(&self) -> anyhow::Result<String> {
         Ok(toml::to_string_pretty(self)?)
     }
 }

@@ -14,7 +14,7 @@ use serde_path_to_error::Segment;
 const SUGGESTION_THRESHOLD: f64 = 0.8;
 
 /// The known key most like `key`, if any is close enough to be a likely typo.
-pub fn nearest<'a>(key: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn nearest<'a>(key: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     known
         .into_iter()
         .map(|k| (strsim::jaro_winkler(key, k), k))
@@ -24,7 +24,7 @@ pub fn nearest<'a>(key: &str, known: impl IntoIterator<Item = &'a str>) -> Optio
 }
 
 /// "unknown key `k` in WHERE; did you mean `x`?" (the suggestion only when one is close).
-pub fn unknown_key_message<'a>(
+pub(crate) fn unknown_key_message<'a>(
     key: &str,
     place: &str,
     known: impl IntoIterator<Item = &'a str>,
@@ -47,7 +47,7 @@ fn parse_unknown_field(msg: &str) -> Option<(String, Vec<String>)> {
 /// Reads `value` (the table at `section`, or the whole tree when `section` is empty) as
 /// `T`; `extra` are keys the caller took out beforehand (`listen`). Errors name the
 /// section, the route for `[[forward.route]]`, and the key.
-pub fn strict<T: DeserializeOwned>(
+pub(crate) fn strict<T: DeserializeOwned>(
     value: toml::Value,
     section: &str,
     extra: &[&str],
@@ -147,7 +147,7 @@ fn place(section: &str, path: &[Step], tree: &toml::Value) -> String {
 
 /// Every key of `given` must be a key of `defaults` (for sections whose type accepts
 /// anything, like the topic defaults shared with the stored topic registry).
-pub fn keys_within(
+pub(crate) fn keys_within(
     given: &toml::Value,
     defaults: &toml::Value,
     section: &str,

@@ -5,7 +5,7 @@
 //! every cause twice. A cause whose text the line above already contains is skipped.
 
 /// `error: <message>` followed by one `  caused by: <cause>` line per cause not yet said.
-pub fn render(err: &anyhow::Error) -> String {
+pub(crate) fn render(err: &anyhow::Error) -> String {
     let mut out = format!("error: {err}");
     let mut said = err.to_string();
     for cause in err.chain().skip(1) {

@@ -21,11 +21,11 @@ struct AppState {
     metrics: PrometheusHandle,
 }
 
-pub fn install_metrics() -> anyhow::Result<PrometheusHandle> {
+pub(crate) fn install_metrics() -> anyhow::Result<PrometheusHandle> {
     Ok(PrometheusBuilder::new().install_recorder()?)
 }
 
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     broker: Arc<Broker>,
     metrics: PrometheusHandle,
@@ -75,7 +75,7 @@ async fn render_metrics(State(s): State<AppState>) -> String {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct TopicInfo {
+pub(crate) struct TopicInfo {
     pub name: String,
     pub id: String,
     pub partitions: Vec<PartitionInfo>,
@@ -83,7 +83,7 @@ pub struct TopicInfo {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct PartitionInfo {
+pub(crate) struct PartitionInfo {
     pub partition: i32,
     pub log_start_offset: i64,
     pub log_end_offset: i64,
@@ -91,7 +91,7 @@ pub struct PartitionInfo {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct CreateTopic {
+pub(crate) struct CreateTopic {
     pub name: String,
     pub partitions: Option<u32>,
     #[serde(default)]

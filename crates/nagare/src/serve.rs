@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 use crate::cli::ServeArgs;
 use crate::config::Settings;
 
-pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     let (settings, warnings) = Settings::load(&args)?;
     init_tracing(&settings.log);
     for w in warnings {

@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 use crate::http::{CreateTopic, TopicInfo};
 
 #[derive(Debug, Args)]
-pub struct TopicArgs {
+pub(crate) struct TopicArgs {
     /// HTTP admin address of the broker.
     #[arg(
         long,
@@ -19,7 +19,7 @@ pub struct TopicArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum TopicAction {
+pub(crate) enum TopicAction {
     /// List topics with their partitions and offsets.
     List,
     /// Show one topic, its settings and per-partition offsets.
@@ -38,7 +38,7 @@ pub enum TopicAction {
     Delete { name: String },
 }
 
-pub fn run(args: TopicArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: TopicArgs) -> anyhow::Result<()> {
     let base = format!("http://{}", args.http);
     match args.action {
         TopicAction::List => {

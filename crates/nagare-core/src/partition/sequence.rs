@@ -54,7 +54,10 @@ impl ProducerStates {
     /// Rebuilds the state from the log's tail once (on the blocking pool); every
     /// idempotent batch waits for it before it is queued, so none is checked against a
     /// state that does not know the log's tail yet.
-    pub async fn ensure_loaded(&self, log: &std::sync::Arc<PartitionLog>) -> Result<(), CoreError> {
+    pub(super) async fn ensure_loaded(
+        &self,
+        log: &std::sync::Arc<PartitionLog>,
+    ) -> Result<(), CoreError> {
         self.loaded
             .get_or_try_init(|| async {
                 let log = log.clone();
@@ -76,7 +79,7 @@ pub(super) enum SequenceError {
 }
 
 impl SequenceError {
-    pub fn into_core(self, producer_id: i64) -> CoreError {
+    pub(super) fn into_core(self, producer_id: i64) -> CoreError {
         match self {
             SequenceError::OutOfOrder { expected, got } => CoreError::OutOfOrderSequence {
                 producer_id,

@@ -47,11 +47,11 @@ pub(crate) struct AckState {
 }
 
 impl AckState {
-    pub fn is_acked(&self, offset: i64) -> bool {
+    pub(crate) fn is_acked(&self, offset: i64) -> bool {
         offset < self.floor || self.above.contains(&offset)
     }
 
-    pub fn ack(&mut self, offset: i64) {
+    pub(crate) fn ack(&mut self, offset: i64) {
         if offset < self.floor {
             return;
         }

@@ -68,7 +68,7 @@ enum Stored {
 }
 
 impl StateOp {
-    pub fn to_record(&self, queue: &str, timestamp: i64) -> NewRecord {
+    pub(super) fn to_record(&self, queue: &str, timestamp: i64) -> NewRecord {
         let stored = match self {
             StateOp::Acked(offsets) => {
                 let mut sorted = offsets.clone();
@@ -91,7 +91,7 @@ impl StateOp {
     }
 
     /// The queue and change a record holds; `None` for records this version cannot read.
-    pub fn from_record(r: &Record) -> Option<(String, StateOp)> {
+    pub(super) fn from_record(r: &Record) -> Option<(String, StateOp)> {
         let queue = String::from_utf8(r.key.as_deref()?.to_vec()).ok()?;
         let stored: Stored = serde_json::from_slice(r.value.as_deref()?).ok()?;
         let op = match stored {
@@ -110,7 +110,7 @@ impl StateOp {
         Some((queue, op))
     }
 
-    pub fn apply(self, state: &mut AckState) {
+    pub(super) fn apply(self, state: &mut AckState) {
         match self {
             StateOp::Acked(offsets) => offsets.into_iter().for_each(|o| state.ack(o)),
             StateOp::Delivered(mark) => state.delivered = state.delivered.max(mark),

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use super::types;
 
-pub fn check_add_offsets_to_txn_request_AddOffsetsToTxnRequest(
+pub(super) fn check_add_offsets_to_txn_request_AddOffsetsToTxnRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -42,7 +42,7 @@ pub fn check_add_offsets_to_txn_request_AddOffsetsToTxnRequest(
     Ok(())
 }
 
-pub fn check_add_partitions_to_txn_request_AddPartitionsToTxnRequest(
+pub(super) fn check_add_partitions_to_txn_request_AddPartitionsToTxnRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -107,7 +107,7 @@ pub fn check_add_partitions_to_txn_request_AddPartitionsToTxnRequest(
     Ok(())
 }
 
-pub fn check_add_partitions_to_txn_request_AddPartitionsToTxnTopic(
+pub(super) fn check_add_partitions_to_txn_request_AddPartitionsToTxnTopic(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -137,7 +137,7 @@ pub fn check_add_partitions_to_txn_request_AddPartitionsToTxnTopic(
     Ok(())
 }
 
-pub fn check_add_partitions_to_txn_request_AddPartitionsToTxnTransaction(
+pub(super) fn check_add_partitions_to_txn_request_AddPartitionsToTxnTransaction(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -186,7 +186,7 @@ pub fn check_add_partitions_to_txn_request_AddPartitionsToTxnTransaction(
     Ok(())
 }
 
-pub fn check_add_raft_voter_request_AddRaftVoterRequest(
+pub(super) fn check_add_raft_voter_request_AddRaftVoterRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -213,7 +213,7 @@ pub fn check_add_raft_voter_request_AddRaftVoterRequest(
     Ok(())
 }
 
-pub fn check_add_raft_voter_request_Listener(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_add_raft_voter_request_Listener(buf: &mut Bytes, version: i16) -> Result<()> {
     if version != 0 {
         bail!("specified version not supported by this message type");
     }
@@ -231,7 +231,7 @@ pub fn check_add_raft_voter_request_Listener(buf: &mut Bytes, version: i16) -> R
     Ok(())
 }
 
-pub fn check_allocate_producer_ids_request_AllocateProducerIdsRequest(
+pub(super) fn check_allocate_producer_ids_request_AllocateProducerIdsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -251,7 +251,7 @@ pub fn check_allocate_producer_ids_request_AllocateProducerIdsRequest(
     Ok(())
 }
 
-pub fn check_alter_client_quotas_request_AlterClientQuotasRequest(
+pub(super) fn check_alter_client_quotas_request_AlterClientQuotasRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -285,7 +285,10 @@ pub fn check_alter_client_quotas_request_AlterClientQuotasRequest(
     Ok(())
 }
 
-pub fn check_alter_client_quotas_request_EntityData(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_alter_client_quotas_request_EntityData(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 1 {
         bail!("specified version not supported by this message type");
     }
@@ -312,7 +315,10 @@ pub fn check_alter_client_quotas_request_EntityData(buf: &mut Bytes, version: i1
     Ok(())
 }
 
-pub fn check_alter_client_quotas_request_EntryData(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_alter_client_quotas_request_EntryData(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 1 {
         bail!("specified version not supported by this message type");
     }
@@ -355,7 +361,10 @@ pub fn check_alter_client_quotas_request_EntryData(buf: &mut Bytes, version: i16
     Ok(())
 }
 
-pub fn check_alter_client_quotas_request_OpData(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_alter_client_quotas_request_OpData(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 1 {
         bail!("specified version not supported by this message type");
     }
@@ -379,7 +388,7 @@ pub fn check_alter_client_quotas_request_OpData(buf: &mut Bytes, version: i16) -
     Ok(())
 }
 
-pub fn check_alter_configs_request_AlterConfigsRequest(
+pub(super) fn check_alter_configs_request_AlterConfigsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -413,7 +422,7 @@ pub fn check_alter_configs_request_AlterConfigsRequest(
     Ok(())
 }
 
-pub fn check_alter_configs_request_AlterConfigsResource(
+pub(super) fn check_alter_configs_request_AlterConfigsResource(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -452,7 +461,10 @@ pub fn check_alter_configs_request_AlterConfigsResource(
     Ok(())
 }
 
-pub fn check_alter_configs_request_AlterableConfig(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_alter_configs_request_AlterableConfig(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 2 {
         bail!("specified version not supported by this message type");
     }
@@ -479,7 +491,7 @@ pub fn check_alter_configs_request_AlterableConfig(buf: &mut Bytes, version: i16
     Ok(())
 }
 
-pub fn check_alter_partition_reassignments_request_AlterPartitionReassignmentsRequest(
+pub(super) fn check_alter_partition_reassignments_request_AlterPartitionReassignmentsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -508,7 +520,7 @@ pub fn check_alter_partition_reassignments_request_AlterPartitionReassignmentsRe
     Ok(())
 }
 
-pub fn check_alter_partition_reassignments_request_ReassignablePartition(
+pub(super) fn check_alter_partition_reassignments_request_ReassignablePartition(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -528,7 +540,7 @@ pub fn check_alter_partition_reassignments_request_ReassignablePartition(
     Ok(())
 }
 
-pub fn check_alter_partition_reassignments_request_ReassignableTopic(
+pub(super) fn check_alter_partition_reassignments_request_ReassignableTopic(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -552,7 +564,7 @@ pub fn check_alter_partition_reassignments_request_ReassignableTopic(
     Ok(())
 }
 
-pub fn check_alter_partition_request_AlterPartitionRequest(
+pub(super) fn check_alter_partition_request_AlterPartitionRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -577,7 +589,10 @@ pub fn check_alter_partition_request_AlterPartitionRequest(
     Ok(())
 }
 
-pub fn check_alter_partition_request_BrokerState(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_alter_partition_request_BrokerState(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 2 || version > 3 {
         bail!("specified version not supported by this message type");
     }
@@ -602,7 +617,10 @@ pub fn check_alter_partition_request_BrokerState(buf: &mut Bytes, version: i16) 
     Ok(())
 }
 
-pub fn check_alter_partition_request_PartitionData(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_alter_partition_request_PartitionData(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 2 || version > 3 {
         bail!("specified version not supported by this message type");
     }
@@ -635,7 +653,7 @@ pub fn check_alter_partition_request_PartitionData(buf: &mut Bytes, version: i16
     Ok(())
 }
 
-pub fn check_alter_partition_request_TopicData(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_alter_partition_request_TopicData(buf: &mut Bytes, version: i16) -> Result<()> {
     if version < 2 || version > 3 {
         bail!("specified version not supported by this message type");
     }
@@ -656,7 +674,7 @@ pub fn check_alter_partition_request_TopicData(buf: &mut Bytes, version: i16) ->
     Ok(())
 }
 
-pub fn check_alter_replica_log_dirs_request_AlterReplicaLogDir(
+pub(super) fn check_alter_replica_log_dirs_request_AlterReplicaLogDir(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -694,7 +712,7 @@ pub fn check_alter_replica_log_dirs_request_AlterReplicaLogDir(
     Ok(())
 }
 
-pub fn check_alter_replica_log_dirs_request_AlterReplicaLogDirTopic(
+pub(super) fn check_alter_replica_log_dirs_request_AlterReplicaLogDirTopic(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -724,7 +742,7 @@ pub fn check_alter_replica_log_dirs_request_AlterReplicaLogDirTopic(
     Ok(())
 }
 
-pub fn check_alter_replica_log_dirs_request_AlterReplicaLogDirsRequest(
+pub(super) fn check_alter_replica_log_dirs_request_AlterReplicaLogDirsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -757,7 +775,7 @@ pub fn check_alter_replica_log_dirs_request_AlterReplicaLogDirsRequest(
     Ok(())
 }
 
-pub fn check_alter_share_group_offsets_request_AlterShareGroupOffsetsRequest(
+pub(super) fn check_alter_share_group_offsets_request_AlterShareGroupOffsetsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -781,7 +799,7 @@ pub fn check_alter_share_group_offsets_request_AlterShareGroupOffsetsRequest(
     Ok(())
 }
 
-pub fn check_alter_share_group_offsets_request_AlterShareGroupOffsetsRequestPartition(
+pub(super) fn check_alter_share_group_offsets_request_AlterShareGroupOffsetsRequestPartition(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -801,7 +819,7 @@ pub fn check_alter_share_group_offsets_request_AlterShareGroupOffsetsRequestPart
     Ok(())
 }
 
-pub fn check_alter_share_group_offsets_request_AlterShareGroupOffsetsRequestTopic(
+pub(super) fn check_alter_share_group_offsets_request_AlterShareGroupOffsetsRequestTopic(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -825,7 +843,7 @@ pub fn check_alter_share_group_offsets_request_AlterShareGroupOffsetsRequestTopi
     Ok(())
 }
 
-pub fn check_alter_user_scram_credentials_request_AlterUserScramCredentialsRequest(
+pub(super) fn check_alter_user_scram_credentials_request_AlterUserScramCredentialsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -853,7 +871,7 @@ pub fn check_alter_user_scram_credentials_request_AlterUserScramCredentialsReque
     Ok(())
 }
 
-pub fn check_alter_user_scram_credentials_request_ScramCredentialDeletion(
+pub(super) fn check_alter_user_scram_credentials_request_ScramCredentialDeletion(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -873,7 +891,7 @@ pub fn check_alter_user_scram_credentials_request_ScramCredentialDeletion(
     Ok(())
 }
 
-pub fn check_alter_user_scram_credentials_request_ScramCredentialUpsertion(
+pub(super) fn check_alter_user_scram_credentials_request_ScramCredentialUpsertion(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -896,7 +914,10 @@ pub fn check_alter_user_scram_credentials_request_ScramCredentialUpsertion(
     Ok(())
 }
 
-pub fn check_api_versions_request_ApiVersionsRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_api_versions_request_ApiVersionsRequest(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 4 {
         bail!("specified version not supported by this message type");
     }
@@ -923,7 +944,7 @@ pub fn check_api_versions_request_ApiVersionsRequest(buf: &mut Bytes, version: i
     Ok(())
 }
 
-pub fn check_assign_replicas_to_dirs_request_AssignReplicasToDirsRequest(
+pub(super) fn check_assign_replicas_to_dirs_request_AssignReplicasToDirsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -948,7 +969,7 @@ pub fn check_assign_replicas_to_dirs_request_AssignReplicasToDirsRequest(
     Ok(())
 }
 
-pub fn check_assign_replicas_to_dirs_request_DirectoryData(
+pub(super) fn check_assign_replicas_to_dirs_request_DirectoryData(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -972,7 +993,7 @@ pub fn check_assign_replicas_to_dirs_request_DirectoryData(
     Ok(())
 }
 
-pub fn check_assign_replicas_to_dirs_request_PartitionData(
+pub(super) fn check_assign_replicas_to_dirs_request_PartitionData(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -991,7 +1012,7 @@ pub fn check_assign_replicas_to_dirs_request_PartitionData(
     Ok(())
 }
 
-pub fn check_assign_replicas_to_dirs_request_TopicData(
+pub(super) fn check_assign_replicas_to_dirs_request_TopicData(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1015,7 +1036,7 @@ pub fn check_assign_replicas_to_dirs_request_TopicData(
     Ok(())
 }
 
-pub fn check_begin_quorum_epoch_request_BeginQuorumEpochRequest(
+pub(super) fn check_begin_quorum_epoch_request_BeginQuorumEpochRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1067,7 +1088,7 @@ pub fn check_begin_quorum_epoch_request_BeginQuorumEpochRequest(
     Ok(())
 }
 
-pub fn check_begin_quorum_epoch_request_LeaderEndpoint(
+pub(super) fn check_begin_quorum_epoch_request_LeaderEndpoint(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1102,7 +1123,10 @@ pub fn check_begin_quorum_epoch_request_LeaderEndpoint(
     Ok(())
 }
 
-pub fn check_begin_quorum_epoch_request_PartitionData(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_begin_quorum_epoch_request_PartitionData(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 1 {
         bail!("specified version not supported by this message type");
     }
@@ -1127,7 +1151,10 @@ pub fn check_begin_quorum_epoch_request_PartitionData(buf: &mut Bytes, version: 
     Ok(())
 }
 
-pub fn check_begin_quorum_epoch_request_TopicData(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_begin_quorum_epoch_request_TopicData(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 1 {
         bail!("specified version not supported by this message type");
     }
@@ -1162,7 +1189,7 @@ pub fn check_begin_quorum_epoch_request_TopicData(buf: &mut Bytes, version: i16)
     Ok(())
 }
 
-pub fn check_broker_heartbeat_request_BrokerHeartbeatRequest(
+pub(super) fn check_broker_heartbeat_request_BrokerHeartbeatRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1197,7 +1224,7 @@ pub fn check_broker_heartbeat_request_BrokerHeartbeatRequest(
     Ok(())
 }
 
-pub fn check_broker_registration_request_BrokerRegistrationRequest(
+pub(super) fn check_broker_registration_request_BrokerRegistrationRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1244,7 +1271,10 @@ pub fn check_broker_registration_request_BrokerRegistrationRequest(
     Ok(())
 }
 
-pub fn check_broker_registration_request_Feature(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_broker_registration_request_Feature(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 4 {
         bail!("specified version not supported by this message type");
     }
@@ -1262,7 +1292,10 @@ pub fn check_broker_registration_request_Feature(buf: &mut Bytes, version: i16) 
     Ok(())
 }
 
-pub fn check_broker_registration_request_Listener(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_broker_registration_request_Listener(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 4 {
         bail!("specified version not supported by this message type");
     }
@@ -1281,7 +1314,7 @@ pub fn check_broker_registration_request_Listener(buf: &mut Bytes, version: i16)
     Ok(())
 }
 
-pub fn check_consumer_group_describe_request_ConsumerGroupDescribeRequest(
+pub(super) fn check_consumer_group_describe_request_ConsumerGroupDescribeRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1301,7 +1334,7 @@ pub fn check_consumer_group_describe_request_ConsumerGroupDescribeRequest(
     Ok(())
 }
 
-pub fn check_consumer_group_heartbeat_request_ConsumerGroupHeartbeatRequest(
+pub(super) fn check_consumer_group_heartbeat_request_ConsumerGroupHeartbeatRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1337,7 +1370,7 @@ pub fn check_consumer_group_heartbeat_request_ConsumerGroupHeartbeatRequest(
     Ok(())
 }
 
-pub fn check_consumer_group_heartbeat_request_TopicPartitions(
+pub(super) fn check_consumer_group_heartbeat_request_TopicPartitions(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1357,7 +1390,7 @@ pub fn check_consumer_group_heartbeat_request_TopicPartitions(
     Ok(())
 }
 
-pub fn check_controller_registration_request_ControllerRegistrationRequest(
+pub(super) fn check_controller_registration_request_ControllerRegistrationRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1388,7 +1421,10 @@ pub fn check_controller_registration_request_ControllerRegistrationRequest(
     Ok(())
 }
 
-pub fn check_controller_registration_request_Feature(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_controller_registration_request_Feature(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version != 0 {
         bail!("specified version not supported by this message type");
     }
@@ -1406,7 +1442,10 @@ pub fn check_controller_registration_request_Feature(buf: &mut Bytes, version: i
     Ok(())
 }
 
-pub fn check_controller_registration_request_Listener(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_controller_registration_request_Listener(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version != 0 {
         bail!("specified version not supported by this message type");
     }
@@ -1425,7 +1464,7 @@ pub fn check_controller_registration_request_Listener(buf: &mut Bytes, version: 
     Ok(())
 }
 
-pub fn check_create_acls_request_AclCreation(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_create_acls_request_AclCreation(buf: &mut Bytes, version: i16) -> Result<()> {
     if version < 1 || version > 3 {
         bail!("specified version not supported by this message type");
     }
@@ -1461,7 +1500,10 @@ pub fn check_create_acls_request_AclCreation(buf: &mut Bytes, version: i16) -> R
     Ok(())
 }
 
-pub fn check_create_acls_request_CreateAclsRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_create_acls_request_CreateAclsRequest(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 1 || version > 3 {
         bail!("specified version not supported by this message type");
     }
@@ -1491,7 +1533,7 @@ pub fn check_create_acls_request_CreateAclsRequest(buf: &mut Bytes, version: i16
     Ok(())
 }
 
-pub fn check_create_delegation_token_request_CreatableRenewers(
+pub(super) fn check_create_delegation_token_request_CreatableRenewers(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1521,7 +1563,7 @@ pub fn check_create_delegation_token_request_CreatableRenewers(
     Ok(())
 }
 
-pub fn check_create_delegation_token_request_CreateDelegationTokenRequest(
+pub(super) fn check_create_delegation_token_request_CreateDelegationTokenRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1565,7 +1607,7 @@ pub fn check_create_delegation_token_request_CreateDelegationTokenRequest(
     Ok(())
 }
 
-pub fn check_create_partitions_request_CreatePartitionsAssignment(
+pub(super) fn check_create_partitions_request_CreatePartitionsAssignment(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1590,7 +1632,7 @@ pub fn check_create_partitions_request_CreatePartitionsAssignment(
     Ok(())
 }
 
-pub fn check_create_partitions_request_CreatePartitionsRequest(
+pub(super) fn check_create_partitions_request_CreatePartitionsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1625,7 +1667,7 @@ pub fn check_create_partitions_request_CreatePartitionsRequest(
     Ok(())
 }
 
-pub fn check_create_partitions_request_CreatePartitionsTopic(
+pub(super) fn check_create_partitions_request_CreatePartitionsTopic(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1664,7 +1706,7 @@ pub fn check_create_partitions_request_CreatePartitionsTopic(
     Ok(())
 }
 
-pub fn check_create_topics_request_CreatableReplicaAssignment(
+pub(super) fn check_create_topics_request_CreatableReplicaAssignment(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1690,7 +1732,10 @@ pub fn check_create_topics_request_CreatableReplicaAssignment(
     Ok(())
 }
 
-pub fn check_create_topics_request_CreatableTopic(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_create_topics_request_CreatableTopic(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 2 || version > 7 {
         bail!("specified version not supported by this message type");
     }
@@ -1740,7 +1785,7 @@ pub fn check_create_topics_request_CreatableTopic(buf: &mut Bytes, version: i16)
     Ok(())
 }
 
-pub fn check_create_topics_request_CreatableTopicConfig(
+pub(super) fn check_create_topics_request_CreatableTopicConfig(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1770,7 +1815,7 @@ pub fn check_create_topics_request_CreatableTopicConfig(
     Ok(())
 }
 
-pub fn check_create_topics_request_CreateTopicsRequest(
+pub(super) fn check_create_topics_request_CreateTopicsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1805,7 +1850,10 @@ pub fn check_create_topics_request_CreateTopicsRequest(
     Ok(())
 }
 
-pub fn check_delete_acls_request_DeleteAclsFilter(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_delete_acls_request_DeleteAclsFilter(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 1 || version > 3 {
         bail!("specified version not supported by this message type");
     }
@@ -1841,7 +1889,10 @@ pub fn check_delete_acls_request_DeleteAclsFilter(buf: &mut Bytes, version: i16)
     Ok(())
 }
 
-pub fn check_delete_acls_request_DeleteAclsRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_delete_acls_request_DeleteAclsRequest(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 1 || version > 3 {
         bail!("specified version not supported by this message type");
     }
@@ -1871,7 +1922,7 @@ pub fn check_delete_acls_request_DeleteAclsRequest(buf: &mut Bytes, version: i16
     Ok(())
 }
 
-pub fn check_delete_groups_request_DeleteGroupsRequest(
+pub(super) fn check_delete_groups_request_DeleteGroupsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1896,7 +1947,7 @@ pub fn check_delete_groups_request_DeleteGroupsRequest(
     Ok(())
 }
 
-pub fn check_delete_records_request_DeleteRecordsPartition(
+pub(super) fn check_delete_records_request_DeleteRecordsPartition(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1918,7 +1969,7 @@ pub fn check_delete_records_request_DeleteRecordsPartition(
     Ok(())
 }
 
-pub fn check_delete_records_request_DeleteRecordsRequest(
+pub(super) fn check_delete_records_request_DeleteRecordsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1952,7 +2003,7 @@ pub fn check_delete_records_request_DeleteRecordsRequest(
     Ok(())
 }
 
-pub fn check_delete_records_request_DeleteRecordsTopic(
+pub(super) fn check_delete_records_request_DeleteRecordsTopic(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -1990,7 +2041,7 @@ pub fn check_delete_records_request_DeleteRecordsTopic(
     Ok(())
 }
 
-pub fn check_delete_share_group_offsets_request_DeleteShareGroupOffsetsRequest(
+pub(super) fn check_delete_share_group_offsets_request_DeleteShareGroupOffsetsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2014,7 +2065,7 @@ pub fn check_delete_share_group_offsets_request_DeleteShareGroupOffsetsRequest(
     Ok(())
 }
 
-pub fn check_delete_share_group_offsets_request_DeleteShareGroupOffsetsRequestTopic(
+pub(super) fn check_delete_share_group_offsets_request_DeleteShareGroupOffsetsRequestTopic(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2033,7 +2084,7 @@ pub fn check_delete_share_group_offsets_request_DeleteShareGroupOffsetsRequestTo
     Ok(())
 }
 
-pub fn check_delete_share_group_state_request_DeleteShareGroupStateRequest(
+pub(super) fn check_delete_share_group_state_request_DeleteShareGroupStateRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2057,7 +2108,7 @@ pub fn check_delete_share_group_state_request_DeleteShareGroupStateRequest(
     Ok(())
 }
 
-pub fn check_delete_share_group_state_request_DeleteStateData(
+pub(super) fn check_delete_share_group_state_request_DeleteStateData(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2081,7 +2132,7 @@ pub fn check_delete_share_group_state_request_DeleteStateData(
     Ok(())
 }
 
-pub fn check_delete_share_group_state_request_PartitionData(
+pub(super) fn check_delete_share_group_state_request_PartitionData(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2100,7 +2151,10 @@ pub fn check_delete_share_group_state_request_PartitionData(
     Ok(())
 }
 
-pub fn check_delete_topics_request_DeleteTopicState(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_delete_topics_request_DeleteTopicState(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 1 || version > 6 {
         bail!("specified version not supported by this message type");
     }
@@ -2127,7 +2181,7 @@ pub fn check_delete_topics_request_DeleteTopicState(buf: &mut Bytes, version: i1
     Ok(())
 }
 
-pub fn check_delete_topics_request_DeleteTopicsRequest(
+pub(super) fn check_delete_topics_request_DeleteTopicsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2166,7 +2220,7 @@ pub fn check_delete_topics_request_DeleteTopicsRequest(
     Ok(())
 }
 
-pub fn check_describe_acls_request_DescribeAclsRequest(
+pub(super) fn check_describe_acls_request_DescribeAclsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2205,7 +2259,7 @@ pub fn check_describe_acls_request_DescribeAclsRequest(
     Ok(())
 }
 
-pub fn check_describe_client_quotas_request_ComponentData(
+pub(super) fn check_describe_client_quotas_request_ComponentData(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2236,7 +2290,7 @@ pub fn check_describe_client_quotas_request_ComponentData(
     Ok(())
 }
 
-pub fn check_describe_client_quotas_request_DescribeClientQuotasRequest(
+pub(super) fn check_describe_client_quotas_request_DescribeClientQuotasRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2270,7 +2324,7 @@ pub fn check_describe_client_quotas_request_DescribeClientQuotasRequest(
     Ok(())
 }
 
-pub fn check_describe_cluster_request_DescribeClusterRequest(
+pub(super) fn check_describe_cluster_request_DescribeClusterRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2299,7 +2353,7 @@ pub fn check_describe_cluster_request_DescribeClusterRequest(
     Ok(())
 }
 
-pub fn check_describe_configs_request_DescribeConfigsRequest(
+pub(super) fn check_describe_configs_request_DescribeConfigsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2338,7 +2392,7 @@ pub fn check_describe_configs_request_DescribeConfigsRequest(
     Ok(())
 }
 
-pub fn check_describe_configs_request_DescribeConfigsResource(
+pub(super) fn check_describe_configs_request_DescribeConfigsResource(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2369,7 +2423,7 @@ pub fn check_describe_configs_request_DescribeConfigsResource(
     Ok(())
 }
 
-pub fn check_describe_delegation_token_request_DescribeDelegationTokenOwner(
+pub(super) fn check_describe_delegation_token_request_DescribeDelegationTokenOwner(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2399,7 +2453,7 @@ pub fn check_describe_delegation_token_request_DescribeDelegationTokenOwner(
     Ok(())
 }
 
-pub fn check_describe_delegation_token_request_DescribeDelegationTokenRequest(
+pub(super) fn check_describe_delegation_token_request_DescribeDelegationTokenRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2432,7 +2486,7 @@ pub fn check_describe_delegation_token_request_DescribeDelegationTokenRequest(
     Ok(())
 }
 
-pub fn check_describe_groups_request_DescribeGroupsRequest(
+pub(super) fn check_describe_groups_request_DescribeGroupsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2462,7 +2516,7 @@ pub fn check_describe_groups_request_DescribeGroupsRequest(
     Ok(())
 }
 
-pub fn check_describe_log_dirs_request_DescribableLogDirTopic(
+pub(super) fn check_describe_log_dirs_request_DescribableLogDirTopic(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2492,7 +2546,7 @@ pub fn check_describe_log_dirs_request_DescribableLogDirTopic(
     Ok(())
 }
 
-pub fn check_describe_log_dirs_request_DescribeLogDirsRequest(
+pub(super) fn check_describe_log_dirs_request_DescribeLogDirsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2525,7 +2579,7 @@ pub fn check_describe_log_dirs_request_DescribeLogDirsRequest(
     Ok(())
 }
 
-pub fn check_describe_producers_request_DescribeProducersRequest(
+pub(super) fn check_describe_producers_request_DescribeProducersRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2548,7 +2602,10 @@ pub fn check_describe_producers_request_DescribeProducersRequest(
     Ok(())
 }
 
-pub fn check_describe_producers_request_TopicRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_describe_producers_request_TopicRequest(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version != 0 {
         bail!("specified version not supported by this message type");
     }
@@ -2565,7 +2622,7 @@ pub fn check_describe_producers_request_TopicRequest(buf: &mut Bytes, version: i
     Ok(())
 }
 
-pub fn check_describe_quorum_request_DescribeQuorumRequest(
+pub(super) fn check_describe_quorum_request_DescribeQuorumRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2588,7 +2645,10 @@ pub fn check_describe_quorum_request_DescribeQuorumRequest(
     Ok(())
 }
 
-pub fn check_describe_quorum_request_PartitionData(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_describe_quorum_request_PartitionData(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 2 {
         bail!("specified version not supported by this message type");
     }
@@ -2604,7 +2664,7 @@ pub fn check_describe_quorum_request_PartitionData(buf: &mut Bytes, version: i16
     Ok(())
 }
 
-pub fn check_describe_quorum_request_TopicData(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_describe_quorum_request_TopicData(buf: &mut Bytes, version: i16) -> Result<()> {
     if version < 0 || version > 2 {
         bail!("specified version not supported by this message type");
     }
@@ -2625,7 +2685,7 @@ pub fn check_describe_quorum_request_TopicData(buf: &mut Bytes, version: i16) ->
     Ok(())
 }
 
-pub fn check_describe_share_group_offsets_request_DescribeShareGroupOffsetsRequest(
+pub(super) fn check_describe_share_group_offsets_request_DescribeShareGroupOffsetsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2648,7 +2708,7 @@ pub fn check_describe_share_group_offsets_request_DescribeShareGroupOffsetsReque
     Ok(())
 }
 
-pub fn check_describe_share_group_offsets_request_DescribeShareGroupOffsetsRequestGroup(
+pub(super) fn check_describe_share_group_offsets_request_DescribeShareGroupOffsetsRequestGroup(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2672,7 +2732,7 @@ pub fn check_describe_share_group_offsets_request_DescribeShareGroupOffsetsReque
     Ok(())
 }
 
-pub fn check_describe_share_group_offsets_request_DescribeShareGroupOffsetsRequestTopic(
+pub(super) fn check_describe_share_group_offsets_request_DescribeShareGroupOffsetsRequestTopic(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2692,7 +2752,10 @@ pub fn check_describe_share_group_offsets_request_DescribeShareGroupOffsetsReque
     Ok(())
 }
 
-pub fn check_describe_topic_partitions_request_Cursor(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_describe_topic_partitions_request_Cursor(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version != 0 {
         bail!("specified version not supported by this message type");
     }
@@ -2709,7 +2772,7 @@ pub fn check_describe_topic_partitions_request_Cursor(buf: &mut Bytes, version: 
     Ok(())
 }
 
-pub fn check_describe_topic_partitions_request_DescribeTopicPartitionsRequest(
+pub(super) fn check_describe_topic_partitions_request_DescribeTopicPartitionsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2735,7 +2798,7 @@ pub fn check_describe_topic_partitions_request_DescribeTopicPartitionsRequest(
     Ok(())
 }
 
-pub fn check_describe_topic_partitions_request_TopicRequest(
+pub(super) fn check_describe_topic_partitions_request_TopicRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2754,7 +2817,7 @@ pub fn check_describe_topic_partitions_request_TopicRequest(
     Ok(())
 }
 
-pub fn check_describe_transactions_request_DescribeTransactionsRequest(
+pub(super) fn check_describe_transactions_request_DescribeTransactionsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2773,7 +2836,7 @@ pub fn check_describe_transactions_request_DescribeTransactionsRequest(
     Ok(())
 }
 
-pub fn check_describe_user_scram_credentials_request_DescribeUserScramCredentialsRequest(
+pub(super) fn check_describe_user_scram_credentials_request_DescribeUserScramCredentialsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2796,7 +2859,7 @@ pub fn check_describe_user_scram_credentials_request_DescribeUserScramCredential
     Ok(())
 }
 
-pub fn check_describe_user_scram_credentials_request_UserName(
+pub(super) fn check_describe_user_scram_credentials_request_UserName(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2815,7 +2878,7 @@ pub fn check_describe_user_scram_credentials_request_UserName(
     Ok(())
 }
 
-pub fn check_elect_leaders_request_ElectLeadersRequest(
+pub(super) fn check_elect_leaders_request_ElectLeadersRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2854,7 +2917,10 @@ pub fn check_elect_leaders_request_ElectLeadersRequest(
     Ok(())
 }
 
-pub fn check_elect_leaders_request_TopicPartitions(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_elect_leaders_request_TopicPartitions(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 2 {
         bail!("specified version not supported by this message type");
     }
@@ -2881,7 +2947,7 @@ pub fn check_elect_leaders_request_TopicPartitions(buf: &mut Bytes, version: i16
     Ok(())
 }
 
-pub fn check_end_quorum_epoch_request_EndQuorumEpochRequest(
+pub(super) fn check_end_quorum_epoch_request_EndQuorumEpochRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -2928,7 +2994,10 @@ pub fn check_end_quorum_epoch_request_EndQuorumEpochRequest(
     Ok(())
 }
 
-pub fn check_end_quorum_epoch_request_LeaderEndpoint(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_end_quorum_epoch_request_LeaderEndpoint(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 1 {
         bail!("specified version not supported by this message type");
     }
@@ -2960,7 +3029,10 @@ pub fn check_end_quorum_epoch_request_LeaderEndpoint(buf: &mut Bytes, version: i
     Ok(())
 }
 
-pub fn check_end_quorum_epoch_request_PartitionData(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_end_quorum_epoch_request_PartitionData(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 1 {
         bail!("specified version not supported by this message type");
     }
@@ -2994,7 +3066,10 @@ pub fn check_end_quorum_epoch_request_PartitionData(buf: &mut Bytes, version: i1
     Ok(())
 }
 
-pub fn check_end_quorum_epoch_request_ReplicaInfo(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_end_quorum_epoch_request_ReplicaInfo(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 1 {
         bail!("specified version not supported by this message type");
     }
@@ -3021,7 +3096,10 @@ pub fn check_end_quorum_epoch_request_ReplicaInfo(buf: &mut Bytes, version: i16)
     Ok(())
 }
 
-pub fn check_end_quorum_epoch_request_TopicData(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_end_quorum_epoch_request_TopicData(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 1 {
         bail!("specified version not supported by this message type");
     }
@@ -3056,7 +3134,7 @@ pub fn check_end_quorum_epoch_request_TopicData(buf: &mut Bytes, version: i16) -
     Ok(())
 }
 
-pub fn check_end_txn_request_EndTxnRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_end_txn_request_EndTxnRequest(buf: &mut Bytes, version: i16) -> Result<()> {
     if version < 0 || version > 5 {
         bail!("specified version not supported by this message type");
     }
@@ -3081,7 +3159,7 @@ pub fn check_end_txn_request_EndTxnRequest(buf: &mut Bytes, version: i16) -> Res
     Ok(())
 }
 
-pub fn check_envelope_request_EnvelopeRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_envelope_request_EnvelopeRequest(buf: &mut Bytes, version: i16) -> Result<()> {
     if version != 0 {
         bail!("specified version not supported by this message type");
     }
@@ -3099,7 +3177,7 @@ pub fn check_envelope_request_EnvelopeRequest(buf: &mut Bytes, version: i16) -> 
     Ok(())
 }
 
-pub fn check_expire_delegation_token_request_ExpireDelegationTokenRequest(
+pub(super) fn check_expire_delegation_token_request_ExpireDelegationTokenRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -3125,7 +3203,7 @@ pub fn check_expire_delegation_token_request_ExpireDelegationTokenRequest(
     Ok(())
 }
 
-pub fn check_fetch_request_FetchPartition(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_fetch_request_FetchPartition(buf: &mut Bytes, version: i16) -> Result<()> {
     if version < 4 || version > 18 {
         bail!("specified version not supported by this message type");
     }
@@ -3180,7 +3258,7 @@ pub fn check_fetch_request_FetchPartition(buf: &mut Bytes, version: i16) -> Resu
     Ok(())
 }
 
-pub fn check_fetch_request_FetchRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_fetch_request_FetchRequest(buf: &mut Bytes, version: i16) -> Result<()> {
     if version < 4 || version > 18 {
         bail!("specified version not supported by this message type");
     }
@@ -3257,7 +3335,7 @@ pub fn check_fetch_request_FetchRequest(buf: &mut Bytes, version: i16) -> Result
     Ok(())
 }
 
-pub fn check_fetch_request_FetchTopic(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_fetch_request_FetchTopic(buf: &mut Bytes, version: i16) -> Result<()> {
     if version < 4 || version > 18 {
         bail!("specified version not supported by this message type");
     }
@@ -3294,7 +3372,7 @@ pub fn check_fetch_request_FetchTopic(buf: &mut Bytes, version: i16) -> Result<(
     Ok(())
 }
 
-pub fn check_fetch_request_ForgottenTopic(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_fetch_request_ForgottenTopic(buf: &mut Bytes, version: i16) -> Result<()> {
     if version < 4 || version > 18 {
         bail!("specified version not supported by this message type");
     }
@@ -3334,7 +3412,7 @@ pub fn check_fetch_request_ForgottenTopic(buf: &mut Bytes, version: i16) -> Resu
     Ok(())
 }
 
-pub fn check_fetch_request_ReplicaState(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_fetch_request_ReplicaState(buf: &mut Bytes, version: i16) -> Result<()> {
     if version < 4 || version > 18 {
         bail!("specified version not supported by this message type");
     }
@@ -3361,7 +3439,7 @@ pub fn check_fetch_request_ReplicaState(buf: &mut Bytes, version: i16) -> Result
     Ok(())
 }
 
-pub fn check_fetch_snapshot_request_FetchSnapshotRequest(
+pub(super) fn check_fetch_snapshot_request_FetchSnapshotRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -3394,7 +3472,10 @@ pub fn check_fetch_snapshot_request_FetchSnapshotRequest(
     Ok(())
 }
 
-pub fn check_fetch_snapshot_request_PartitionSnapshot(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_fetch_snapshot_request_PartitionSnapshot(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 1 {
         bail!("specified version not supported by this message type");
     }
@@ -3426,7 +3507,7 @@ pub fn check_fetch_snapshot_request_PartitionSnapshot(buf: &mut Bytes, version: 
     Ok(())
 }
 
-pub fn check_fetch_snapshot_request_SnapshotId(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_fetch_snapshot_request_SnapshotId(buf: &mut Bytes, version: i16) -> Result<()> {
     if version < 0 || version > 1 {
         bail!("specified version not supported by this message type");
     }
@@ -3443,7 +3524,10 @@ pub fn check_fetch_snapshot_request_SnapshotId(buf: &mut Bytes, version: i16) ->
     Ok(())
 }
 
-pub fn check_fetch_snapshot_request_TopicSnapshot(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_fetch_snapshot_request_TopicSnapshot(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 1 {
         bail!("specified version not supported by this message type");
     }
@@ -3464,7 +3548,7 @@ pub fn check_fetch_snapshot_request_TopicSnapshot(buf: &mut Bytes, version: i16)
     Ok(())
 }
 
-pub fn check_find_coordinator_request_FindCoordinatorRequest(
+pub(super) fn check_find_coordinator_request_FindCoordinatorRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -3503,7 +3587,7 @@ pub fn check_find_coordinator_request_FindCoordinatorRequest(
     Ok(())
 }
 
-pub fn check_get_telemetry_subscriptions_request_GetTelemetrySubscriptionsRequest(
+pub(super) fn check_get_telemetry_subscriptions_request_GetTelemetrySubscriptionsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -3522,7 +3606,10 @@ pub fn check_get_telemetry_subscriptions_request_GetTelemetrySubscriptionsReques
     Ok(())
 }
 
-pub fn check_heartbeat_request_HeartbeatRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_heartbeat_request_HeartbeatRequest(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 4 {
         bail!("specified version not supported by this message type");
     }
@@ -3559,7 +3646,7 @@ pub fn check_heartbeat_request_HeartbeatRequest(buf: &mut Bytes, version: i16) -
     Ok(())
 }
 
-pub fn check_incremental_alter_configs_request_AlterConfigsResource(
+pub(super) fn check_incremental_alter_configs_request_AlterConfigsResource(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -3598,7 +3685,7 @@ pub fn check_incremental_alter_configs_request_AlterConfigsResource(
     Ok(())
 }
 
-pub fn check_incremental_alter_configs_request_AlterableConfig(
+pub(super) fn check_incremental_alter_configs_request_AlterableConfig(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -3629,7 +3716,7 @@ pub fn check_incremental_alter_configs_request_AlterableConfig(
     Ok(())
 }
 
-pub fn check_incremental_alter_configs_request_IncrementalAlterConfigsRequest(
+pub(super) fn check_incremental_alter_configs_request_IncrementalAlterConfigsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -3663,7 +3750,7 @@ pub fn check_incremental_alter_configs_request_IncrementalAlterConfigsRequest(
     Ok(())
 }
 
-pub fn check_init_producer_id_request_InitProducerIdRequest(
+pub(super) fn check_init_producer_id_request_InitProducerIdRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -3701,7 +3788,7 @@ pub fn check_init_producer_id_request_InitProducerIdRequest(
     Ok(())
 }
 
-pub fn check_initialize_share_group_state_request_InitializeShareGroupStateRequest(
+pub(super) fn check_initialize_share_group_state_request_InitializeShareGroupStateRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -3725,7 +3812,7 @@ pub fn check_initialize_share_group_state_request_InitializeShareGroupStateReque
     Ok(())
 }
 
-pub fn check_initialize_share_group_state_request_InitializeStateData(
+pub(super) fn check_initialize_share_group_state_request_InitializeStateData(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -3749,7 +3836,7 @@ pub fn check_initialize_share_group_state_request_InitializeStateData(
     Ok(())
 }
 
-pub fn check_initialize_share_group_state_request_PartitionData(
+pub(super) fn check_initialize_share_group_state_request_PartitionData(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -3770,7 +3857,10 @@ pub fn check_initialize_share_group_state_request_PartitionData(
     Ok(())
 }
 
-pub fn check_join_group_request_JoinGroupRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_join_group_request_JoinGroupRequest(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 9 {
         bail!("specified version not supported by this message type");
     }
@@ -3835,7 +3925,7 @@ pub fn check_join_group_request_JoinGroupRequest(buf: &mut Bytes, version: i16) 
     Ok(())
 }
 
-pub fn check_join_group_request_JoinGroupRequestProtocol(
+pub(super) fn check_join_group_request_JoinGroupRequestProtocol(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -3865,7 +3955,10 @@ pub fn check_join_group_request_JoinGroupRequestProtocol(
     Ok(())
 }
 
-pub fn check_leave_group_request_LeaveGroupRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_leave_group_request_LeaveGroupRequest(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 5 {
         bail!("specified version not supported by this message type");
     }
@@ -3909,7 +4002,10 @@ pub fn check_leave_group_request_LeaveGroupRequest(buf: &mut Bytes, version: i16
     Ok(())
 }
 
-pub fn check_leave_group_request_MemberIdentity(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_leave_group_request_MemberIdentity(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 5 {
         bail!("specified version not supported by this message type");
     }
@@ -3949,7 +4045,7 @@ pub fn check_leave_group_request_MemberIdentity(buf: &mut Bytes, version: i16) -
     Ok(())
 }
 
-pub fn check_list_config_resources_request_ListConfigResourcesRequest(
+pub(super) fn check_list_config_resources_request_ListConfigResourcesRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -3972,7 +4068,10 @@ pub fn check_list_config_resources_request_ListConfigResourcesRequest(
     Ok(())
 }
 
-pub fn check_list_groups_request_ListGroupsRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_list_groups_request_ListGroupsRequest(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 5 {
         bail!("specified version not supported by this message type");
     }
@@ -3999,7 +4098,7 @@ pub fn check_list_groups_request_ListGroupsRequest(buf: &mut Bytes, version: i16
     Ok(())
 }
 
-pub fn check_list_offsets_request_ListOffsetsPartition(
+pub(super) fn check_list_offsets_request_ListOffsetsPartition(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4026,7 +4125,10 @@ pub fn check_list_offsets_request_ListOffsetsPartition(
     Ok(())
 }
 
-pub fn check_list_offsets_request_ListOffsetsRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_list_offsets_request_ListOffsetsRequest(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 1 || version > 10 {
         bail!("specified version not supported by this message type");
     }
@@ -4067,7 +4169,10 @@ pub fn check_list_offsets_request_ListOffsetsRequest(buf: &mut Bytes, version: i
     Ok(())
 }
 
-pub fn check_list_offsets_request_ListOffsetsTopic(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_list_offsets_request_ListOffsetsTopic(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 1 || version > 10 {
         bail!("specified version not supported by this message type");
     }
@@ -4102,7 +4207,7 @@ pub fn check_list_offsets_request_ListOffsetsTopic(buf: &mut Bytes, version: i16
     Ok(())
 }
 
-pub fn check_list_partition_reassignments_request_ListPartitionReassignmentsRequest(
+pub(super) fn check_list_partition_reassignments_request_ListPartitionReassignmentsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4126,7 +4231,7 @@ pub fn check_list_partition_reassignments_request_ListPartitionReassignmentsRequ
     Ok(())
 }
 
-pub fn check_list_partition_reassignments_request_ListPartitionReassignmentsTopics(
+pub(super) fn check_list_partition_reassignments_request_ListPartitionReassignmentsTopics(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4146,7 +4251,7 @@ pub fn check_list_partition_reassignments_request_ListPartitionReassignmentsTopi
     Ok(())
 }
 
-pub fn check_list_transactions_request_ListTransactionsRequest(
+pub(super) fn check_list_transactions_request_ListTransactionsRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4176,7 +4281,7 @@ pub fn check_list_transactions_request_ListTransactionsRequest(
     Ok(())
 }
 
-pub fn check_metadata_request_MetadataRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_metadata_request_MetadataRequest(buf: &mut Bytes, version: i16) -> Result<()> {
     if version < 0 || version > 13 {
         bail!("specified version not supported by this message type");
     }
@@ -4221,7 +4326,10 @@ pub fn check_metadata_request_MetadataRequest(buf: &mut Bytes, version: i16) -> 
     Ok(())
 }
 
-pub fn check_metadata_request_MetadataRequestTopic(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_metadata_request_MetadataRequestTopic(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 13 {
         bail!("specified version not supported by this message type");
     }
@@ -4248,7 +4356,7 @@ pub fn check_metadata_request_MetadataRequestTopic(buf: &mut Bytes, version: i16
     Ok(())
 }
 
-pub fn check_offset_commit_request_OffsetCommitRequest(
+pub(super) fn check_offset_commit_request_OffsetCommitRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4306,7 +4414,7 @@ pub fn check_offset_commit_request_OffsetCommitRequest(
     Ok(())
 }
 
-pub fn check_offset_commit_request_OffsetCommitRequestPartition(
+pub(super) fn check_offset_commit_request_OffsetCommitRequestPartition(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4338,7 +4446,7 @@ pub fn check_offset_commit_request_OffsetCommitRequestPartition(
     Ok(())
 }
 
-pub fn check_offset_commit_request_OffsetCommitRequestTopic(
+pub(super) fn check_offset_commit_request_OffsetCommitRequestTopic(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4377,7 +4485,7 @@ pub fn check_offset_commit_request_OffsetCommitRequestTopic(
     Ok(())
 }
 
-pub fn check_offset_delete_request_OffsetDeleteRequest(
+pub(super) fn check_offset_delete_request_OffsetDeleteRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4393,7 +4501,7 @@ pub fn check_offset_delete_request_OffsetDeleteRequest(
     Ok(())
 }
 
-pub fn check_offset_delete_request_OffsetDeleteRequestPartition(
+pub(super) fn check_offset_delete_request_OffsetDeleteRequestPartition(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4404,7 +4512,7 @@ pub fn check_offset_delete_request_OffsetDeleteRequestPartition(
     Ok(())
 }
 
-pub fn check_offset_delete_request_OffsetDeleteRequestTopic(
+pub(super) fn check_offset_delete_request_OffsetDeleteRequestTopic(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4420,7 +4528,10 @@ pub fn check_offset_delete_request_OffsetDeleteRequestTopic(
     Ok(())
 }
 
-pub fn check_offset_fetch_request_OffsetFetchRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_offset_fetch_request_OffsetFetchRequest(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 1 || version > 9 {
         bail!("specified version not supported by this message type");
     }
@@ -4477,7 +4588,7 @@ pub fn check_offset_fetch_request_OffsetFetchRequest(buf: &mut Bytes, version: i
     Ok(())
 }
 
-pub fn check_offset_fetch_request_OffsetFetchRequestGroup(
+pub(super) fn check_offset_fetch_request_OffsetFetchRequestGroup(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4521,7 +4632,7 @@ pub fn check_offset_fetch_request_OffsetFetchRequestGroup(
     Ok(())
 }
 
-pub fn check_offset_fetch_request_OffsetFetchRequestTopic(
+pub(super) fn check_offset_fetch_request_OffsetFetchRequestTopic(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4559,7 +4670,7 @@ pub fn check_offset_fetch_request_OffsetFetchRequestTopic(
     Ok(())
 }
 
-pub fn check_offset_fetch_request_OffsetFetchRequestTopics(
+pub(super) fn check_offset_fetch_request_OffsetFetchRequestTopics(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4590,7 +4701,7 @@ pub fn check_offset_fetch_request_OffsetFetchRequestTopics(
     Ok(())
 }
 
-pub fn check_offset_for_leader_epoch_request_OffsetForLeaderEpochRequest(
+pub(super) fn check_offset_for_leader_epoch_request_OffsetForLeaderEpochRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4628,7 +4739,7 @@ pub fn check_offset_for_leader_epoch_request_OffsetForLeaderEpochRequest(
     Ok(())
 }
 
-pub fn check_offset_for_leader_epoch_request_OffsetForLeaderPartition(
+pub(super) fn check_offset_for_leader_epoch_request_OffsetForLeaderPartition(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4651,7 +4762,7 @@ pub fn check_offset_for_leader_epoch_request_OffsetForLeaderPartition(
     Ok(())
 }
 
-pub fn check_offset_for_leader_epoch_request_OffsetForLeaderTopic(
+pub(super) fn check_offset_for_leader_epoch_request_OffsetForLeaderTopic(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4689,7 +4800,10 @@ pub fn check_offset_for_leader_epoch_request_OffsetForLeaderTopic(
     Ok(())
 }
 
-pub fn check_produce_request_PartitionProduceData(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_produce_request_PartitionProduceData(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 3 || version > 13 {
         bail!("specified version not supported by this message type");
     }
@@ -4712,7 +4826,7 @@ pub fn check_produce_request_PartitionProduceData(buf: &mut Bytes, version: i16)
     Ok(())
 }
 
-pub fn check_produce_request_ProduceRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_produce_request_ProduceRequest(buf: &mut Bytes, version: i16) -> Result<()> {
     if version < 3 || version > 13 {
         bail!("specified version not supported by this message type");
     }
@@ -4749,7 +4863,7 @@ pub fn check_produce_request_ProduceRequest(buf: &mut Bytes, version: i16) -> Re
     Ok(())
 }
 
-pub fn check_produce_request_TopicProduceData(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_produce_request_TopicProduceData(buf: &mut Bytes, version: i16) -> Result<()> {
     if version < 3 || version > 13 {
         bail!("specified version not supported by this message type");
     }
@@ -4793,7 +4907,7 @@ pub fn check_produce_request_TopicProduceData(buf: &mut Bytes, version: i16) -> 
     Ok(())
 }
 
-pub fn check_push_telemetry_request_PushTelemetryRequest(
+pub(super) fn check_push_telemetry_request_PushTelemetryRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4816,7 +4930,7 @@ pub fn check_push_telemetry_request_PushTelemetryRequest(
     Ok(())
 }
 
-pub fn check_read_share_group_state_request_PartitionData(
+pub(super) fn check_read_share_group_state_request_PartitionData(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4836,7 +4950,7 @@ pub fn check_read_share_group_state_request_PartitionData(
     Ok(())
 }
 
-pub fn check_read_share_group_state_request_ReadShareGroupStateRequest(
+pub(super) fn check_read_share_group_state_request_ReadShareGroupStateRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4860,7 +4974,7 @@ pub fn check_read_share_group_state_request_ReadShareGroupStateRequest(
     Ok(())
 }
 
-pub fn check_read_share_group_state_request_ReadStateData(
+pub(super) fn check_read_share_group_state_request_ReadStateData(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4884,7 +4998,7 @@ pub fn check_read_share_group_state_request_ReadStateData(
     Ok(())
 }
 
-pub fn check_read_share_group_state_summary_request_PartitionData(
+pub(super) fn check_read_share_group_state_summary_request_PartitionData(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4904,7 +5018,7 @@ pub fn check_read_share_group_state_summary_request_PartitionData(
     Ok(())
 }
 
-pub fn check_read_share_group_state_summary_request_ReadShareGroupStateSummaryRequest(
+pub(super) fn check_read_share_group_state_summary_request_ReadShareGroupStateSummaryRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4928,7 +5042,7 @@ pub fn check_read_share_group_state_summary_request_ReadShareGroupStateSummaryRe
     Ok(())
 }
 
-pub fn check_read_share_group_state_summary_request_ReadStateSummaryData(
+pub(super) fn check_read_share_group_state_summary_request_ReadStateSummaryData(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4952,7 +5066,7 @@ pub fn check_read_share_group_state_summary_request_ReadStateSummaryData(
     Ok(())
 }
 
-pub fn check_remove_raft_voter_request_RemoveRaftVoterRequest(
+pub(super) fn check_remove_raft_voter_request_RemoveRaftVoterRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4973,7 +5087,7 @@ pub fn check_remove_raft_voter_request_RemoveRaftVoterRequest(
     Ok(())
 }
 
-pub fn check_renew_delegation_token_request_RenewDelegationTokenRequest(
+pub(super) fn check_renew_delegation_token_request_RenewDelegationTokenRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -4999,7 +5113,7 @@ pub fn check_renew_delegation_token_request_RenewDelegationTokenRequest(
     Ok(())
 }
 
-pub fn check_sasl_authenticate_request_SaslAuthenticateRequest(
+pub(super) fn check_sasl_authenticate_request_SaslAuthenticateRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5024,7 +5138,7 @@ pub fn check_sasl_authenticate_request_SaslAuthenticateRequest(
     Ok(())
 }
 
-pub fn check_sasl_handshake_request_SaslHandshakeRequest(
+pub(super) fn check_sasl_handshake_request_SaslHandshakeRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5035,7 +5149,7 @@ pub fn check_sasl_handshake_request_SaslHandshakeRequest(
     Ok(())
 }
 
-pub fn check_share_acknowledge_request_AcknowledgePartition(
+pub(super) fn check_share_acknowledge_request_AcknowledgePartition(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5059,7 +5173,7 @@ pub fn check_share_acknowledge_request_AcknowledgePartition(
     Ok(())
 }
 
-pub fn check_share_acknowledge_request_AcknowledgeTopic(
+pub(super) fn check_share_acknowledge_request_AcknowledgeTopic(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5083,7 +5197,7 @@ pub fn check_share_acknowledge_request_AcknowledgeTopic(
     Ok(())
 }
 
-pub fn check_share_acknowledge_request_AcknowledgementBatch(
+pub(super) fn check_share_acknowledge_request_AcknowledgementBatch(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5104,7 +5218,7 @@ pub fn check_share_acknowledge_request_AcknowledgementBatch(
     Ok(())
 }
 
-pub fn check_share_acknowledge_request_ShareAcknowledgeRequest(
+pub(super) fn check_share_acknowledge_request_ShareAcknowledgeRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5130,7 +5244,10 @@ pub fn check_share_acknowledge_request_ShareAcknowledgeRequest(
     Ok(())
 }
 
-pub fn check_share_fetch_request_AcknowledgementBatch(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_share_fetch_request_AcknowledgementBatch(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version != 1 {
         bail!("specified version not supported by this message type");
     }
@@ -5148,7 +5265,10 @@ pub fn check_share_fetch_request_AcknowledgementBatch(buf: &mut Bytes, version: 
     Ok(())
 }
 
-pub fn check_share_fetch_request_FetchPartition(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_share_fetch_request_FetchPartition(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version != 1 {
         bail!("specified version not supported by this message type");
     }
@@ -5170,7 +5290,7 @@ pub fn check_share_fetch_request_FetchPartition(buf: &mut Bytes, version: i16) -
     Ok(())
 }
 
-pub fn check_share_fetch_request_FetchTopic(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_share_fetch_request_FetchTopic(buf: &mut Bytes, version: i16) -> Result<()> {
     if version != 1 {
         bail!("specified version not supported by this message type");
     }
@@ -5191,7 +5311,10 @@ pub fn check_share_fetch_request_FetchTopic(buf: &mut Bytes, version: i16) -> Re
     Ok(())
 }
 
-pub fn check_share_fetch_request_ForgottenTopic(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_share_fetch_request_ForgottenTopic(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version != 1 {
         bail!("specified version not supported by this message type");
     }
@@ -5208,7 +5331,10 @@ pub fn check_share_fetch_request_ForgottenTopic(buf: &mut Bytes, version: i16) -
     Ok(())
 }
 
-pub fn check_share_fetch_request_ShareFetchRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_share_fetch_request_ShareFetchRequest(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version != 1 {
         bail!("specified version not supported by this message type");
     }
@@ -5241,7 +5367,7 @@ pub fn check_share_fetch_request_ShareFetchRequest(buf: &mut Bytes, version: i16
     Ok(())
 }
 
-pub fn check_share_group_describe_request_ShareGroupDescribeRequest(
+pub(super) fn check_share_group_describe_request_ShareGroupDescribeRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5261,7 +5387,7 @@ pub fn check_share_group_describe_request_ShareGroupDescribeRequest(
     Ok(())
 }
 
-pub fn check_share_group_heartbeat_request_ShareGroupHeartbeatRequest(
+pub(super) fn check_share_group_heartbeat_request_ShareGroupHeartbeatRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5284,7 +5410,10 @@ pub fn check_share_group_heartbeat_request_ShareGroupHeartbeatRequest(
     Ok(())
 }
 
-pub fn check_sync_group_request_SyncGroupRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_sync_group_request_SyncGroupRequest(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 5 {
         bail!("specified version not supported by this message type");
     }
@@ -5344,7 +5473,7 @@ pub fn check_sync_group_request_SyncGroupRequest(buf: &mut Bytes, version: i16) 
     Ok(())
 }
 
-pub fn check_sync_group_request_SyncGroupRequestAssignment(
+pub(super) fn check_sync_group_request_SyncGroupRequestAssignment(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5374,7 +5503,7 @@ pub fn check_sync_group_request_SyncGroupRequestAssignment(
     Ok(())
 }
 
-pub fn check_txn_offset_commit_request_TxnOffsetCommitRequest(
+pub(super) fn check_txn_offset_commit_request_TxnOffsetCommitRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5434,7 +5563,7 @@ pub fn check_txn_offset_commit_request_TxnOffsetCommitRequest(
     Ok(())
 }
 
-pub fn check_txn_offset_commit_request_TxnOffsetCommitRequestPartition(
+pub(super) fn check_txn_offset_commit_request_TxnOffsetCommitRequestPartition(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5466,7 +5595,7 @@ pub fn check_txn_offset_commit_request_TxnOffsetCommitRequestPartition(
     Ok(())
 }
 
-pub fn check_txn_offset_commit_request_TxnOffsetCommitRequestTopic(
+pub(super) fn check_txn_offset_commit_request_TxnOffsetCommitRequestTopic(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5504,7 +5633,7 @@ pub fn check_txn_offset_commit_request_TxnOffsetCommitRequestTopic(
     Ok(())
 }
 
-pub fn check_unregister_broker_request_UnregisterBrokerRequest(
+pub(super) fn check_unregister_broker_request_UnregisterBrokerRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5523,7 +5652,10 @@ pub fn check_unregister_broker_request_UnregisterBrokerRequest(
     Ok(())
 }
 
-pub fn check_update_features_request_FeatureUpdateKey(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_update_features_request_FeatureUpdateKey(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version < 0 || version > 2 {
         bail!("specified version not supported by this message type");
     }
@@ -5550,7 +5682,7 @@ pub fn check_update_features_request_FeatureUpdateKey(buf: &mut Bytes, version: 
     Ok(())
 }
 
-pub fn check_update_features_request_UpdateFeaturesRequest(
+pub(super) fn check_update_features_request_UpdateFeaturesRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5579,7 +5711,7 @@ pub fn check_update_features_request_UpdateFeaturesRequest(
     Ok(())
 }
 
-pub fn check_update_raft_voter_request_KRaftVersionFeature(
+pub(super) fn check_update_raft_voter_request_KRaftVersionFeature(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5599,7 +5731,10 @@ pub fn check_update_raft_voter_request_KRaftVersionFeature(
     Ok(())
 }
 
-pub fn check_update_raft_voter_request_Listener(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_update_raft_voter_request_Listener(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
     if version != 0 {
         bail!("specified version not supported by this message type");
     }
@@ -5617,7 +5752,7 @@ pub fn check_update_raft_voter_request_Listener(buf: &mut Bytes, version: i16) -
     Ok(())
 }
 
-pub fn check_update_raft_voter_request_UpdateRaftVoterRequest(
+pub(super) fn check_update_raft_voter_request_UpdateRaftVoterRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5646,7 +5781,7 @@ pub fn check_update_raft_voter_request_UpdateRaftVoterRequest(
     Ok(())
 }
 
-pub fn check_vote_request_PartitionData(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_vote_request_PartitionData(buf: &mut Bytes, version: i16) -> Result<()> {
     if version < 0 || version > 2 {
         bail!("specified version not supported by this message type");
     }
@@ -5681,7 +5816,7 @@ pub fn check_vote_request_PartitionData(buf: &mut Bytes, version: i16) -> Result
     Ok(())
 }
 
-pub fn check_vote_request_TopicData(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_vote_request_TopicData(buf: &mut Bytes, version: i16) -> Result<()> {
     if version < 0 || version > 2 {
         bail!("specified version not supported by this message type");
     }
@@ -5699,7 +5834,7 @@ pub fn check_vote_request_TopicData(buf: &mut Bytes, version: i16) -> Result<()>
     Ok(())
 }
 
-pub fn check_vote_request_VoteRequest(buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_vote_request_VoteRequest(buf: &mut Bytes, version: i16) -> Result<()> {
     if version < 0 || version > 2 {
         bail!("specified version not supported by this message type");
     }
@@ -5722,7 +5857,7 @@ pub fn check_vote_request_VoteRequest(buf: &mut Bytes, version: i16) -> Result<(
     Ok(())
 }
 
-pub fn check_write_share_group_state_request_PartitionData(
+pub(super) fn check_write_share_group_state_request_PartitionData(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5749,7 +5884,7 @@ pub fn check_write_share_group_state_request_PartitionData(
     Ok(())
 }
 
-pub fn check_write_share_group_state_request_StateBatch(
+pub(super) fn check_write_share_group_state_request_StateBatch(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5771,7 +5906,7 @@ pub fn check_write_share_group_state_request_StateBatch(
     Ok(())
 }
 
-pub fn check_write_share_group_state_request_WriteShareGroupStateRequest(
+pub(super) fn check_write_share_group_state_request_WriteShareGroupStateRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5795,7 +5930,7 @@ pub fn check_write_share_group_state_request_WriteShareGroupStateRequest(
     Ok(())
 }
 
-pub fn check_write_share_group_state_request_WriteStateData(
+pub(super) fn check_write_share_group_state_request_WriteStateData(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5819,7 +5954,7 @@ pub fn check_write_share_group_state_request_WriteStateData(
     Ok(())
 }
 
-pub fn check_write_txn_markers_request_WritableTxnMarker(
+pub(super) fn check_write_txn_markers_request_WritableTxnMarker(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5846,7 +5981,7 @@ pub fn check_write_txn_markers_request_WritableTxnMarker(
     Ok(())
 }
 
-pub fn check_write_txn_markers_request_WritableTxnMarkerTopic(
+pub(super) fn check_write_txn_markers_request_WritableTxnMarkerTopic(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5866,7 +6001,7 @@ pub fn check_write_txn_markers_request_WritableTxnMarkerTopic(
     Ok(())
 }
 
-pub fn check_write_txn_markers_request_WriteTxnMarkersRequest(
+pub(super) fn check_write_txn_markers_request_WriteTxnMarkersRequest(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5889,7 +6024,7 @@ pub fn check_write_txn_markers_request_WriteTxnMarkersRequest(
     Ok(())
 }
 
-pub fn check_consumer_protocol_subscription_ConsumerProtocolSubscription(
+pub(super) fn check_consumer_protocol_subscription_ConsumerProtocolSubscription(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5920,7 +6055,7 @@ pub fn check_consumer_protocol_subscription_ConsumerProtocolSubscription(
     Ok(())
 }
 
-pub fn check_consumer_protocol_subscription_TopicPartition(
+pub(super) fn check_consumer_protocol_subscription_TopicPartition(
     buf: &mut Bytes,
     version: i16,
 ) -> Result<()> {
@@ -5941,7 +6076,7 @@ pub fn check_consumer_protocol_subscription_TopicPartition(
 }
 
 /// Walks a request body of `key` at `version` without allocating from wire counts.
-pub fn check_request(key: ApiKey, buf: &mut Bytes, version: i16) -> Result<()> {
+pub(super) fn check_request(key: ApiKey, buf: &mut Bytes, version: i16) -> Result<()> {
     match key {
         ApiKey::Produce => check_produce_request_ProduceRequest(buf, version),
         ApiKey::Fetch => check_fetch_request_FetchRequest(buf, version),

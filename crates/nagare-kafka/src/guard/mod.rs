@@ -10,20 +10,20 @@
 //! decoded by the crate with every allocation bounded by the request size.
 
 mod generated;
-pub mod types;
+pub(crate) mod types;
 
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 
 /// Checks that a request body of `key` at `version` decodes without unbounded allocation.
-pub fn check(key: ApiKey, body: &Bytes, version: i16) -> Result<(), String> {
+pub(crate) fn check(key: ApiKey, body: &Bytes, version: i16) -> Result<(), String> {
     let mut buf = body.clone();
     generated::check_request(key, &mut buf, version).map_err(|e| e.to_string())
 }
 
 /// Checks a consumer-protocol subscription body (what follows its version prefix inside
 /// JoinGroup's protocol metadata) the same way.
-pub fn check_subscription(body: &Bytes, version: i16) -> Result<(), String> {
+pub(crate) fn check_subscription(body: &Bytes, version: i16) -> Result<(), String> {
     let mut buf = body.clone();
     generated::check_consumer_protocol_subscription_ConsumerProtocolSubscription(&mut buf, version)
         .map_err(|e| e.to_string())

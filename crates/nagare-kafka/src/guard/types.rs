@@ -15,9 +15,9 @@ fn skip(buf: &mut bytes::Bytes, n: usize) -> Result<()> {
 macro_rules! fixed {
     ($($name:ident = $len:expr),* $(,)?) => {
         $(
-            pub struct $name;
+            pub(crate) struct $name;
             impl $name {
-                pub fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
+                pub(crate) fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
                     skip(buf, $len)
                 }
             }
@@ -54,9 +54,9 @@ fn uvarint(buf: &mut bytes::Bytes) -> Result<u32> {
     bail!("varint too long")
 }
 
-pub struct UnsignedVarInt;
+pub(crate) struct UnsignedVarInt;
 impl UnsignedVarInt {
-    pub fn decode(&self, buf: &mut bytes::Bytes) -> Result<u32> {
+    pub(crate) fn decode(&self, buf: &mut bytes::Bytes) -> Result<u32> {
         uvarint(buf)
     }
 }
@@ -69,9 +69,9 @@ fn length_prefixed(buf: &mut bytes::Bytes, len: i64) -> Result<()> {
     }
 }
 
-pub struct String;
+pub(crate) struct String;
 impl String {
-    pub fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
+    pub(crate) fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
         if buf.remaining() < 2 {
             bail!("truncated string length");
         }
@@ -80,17 +80,17 @@ impl String {
     }
 }
 
-pub struct CompactString;
+pub(crate) struct CompactString;
 impl CompactString {
-    pub fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
+    pub(crate) fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
         let n = uvarint(buf)? as i64 - 1;
         length_prefixed(buf, n)
     }
 }
 
-pub struct Bytes;
+pub(crate) struct Bytes;
 impl Bytes {
-    pub fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
+    pub(crate) fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
         if buf.remaining() < 4 {
             bail!("truncated bytes length");
         }
@@ -99,16 +99,16 @@ impl Bytes {
     }
 }
 
-pub struct CompactBytes;
+pub(crate) struct CompactBytes;
 impl CompactBytes {
-    pub fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
+    pub(crate) fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
         let n = uvarint(buf)? as i64 - 1;
         length_prefixed(buf, n)
     }
 }
 
 /// Anything an array can hold.
-pub trait Element {
+pub(crate) trait Element {
     fn check(&self, buf: &mut bytes::Bytes) -> Result<()>;
 }
 
@@ -138,9 +138,9 @@ element!(
 );
 
 /// A nested struct, walked by its generated check function.
-pub struct Checked(pub fn(&mut bytes::Bytes, i16) -> Result<()>, pub i16);
+pub(crate) struct Checked(pub fn(&mut bytes::Bytes, i16) -> Result<()>, pub i16);
 impl Checked {
-    pub fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
+    pub(crate) fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
         (self.0)(buf, self.1)
     }
 }
@@ -151,9 +151,9 @@ impl Element for Checked {
 }
 
 /// An optional nested struct: a presence byte, then the struct when it is 1.
-pub struct OptionChecked(pub fn(&mut bytes::Bytes, i16) -> Result<()>, pub i16);
+pub(crate) struct OptionChecked(pub fn(&mut bytes::Bytes, i16) -> Result<()>, pub i16);
 impl OptionChecked {
-    pub fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
+    pub(crate) fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
         if !buf.has_remaining() {
             bail!("truncated optional struct");
         }
@@ -179,9 +179,9 @@ fn elements<E: Element>(e: &E, buf: &mut bytes::Bytes, count: i64) -> Result<()>
     Ok(())
 }
 
-pub struct Array<E>(pub E);
+pub(crate) struct Array<E>(pub E);
 impl<E: Element> Array<E> {
-    pub fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
+    pub(crate) fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
         if buf.remaining() < 4 {
             bail!("truncated array length");
         }
@@ -190,9 +190,9 @@ impl<E: Element> Array<E> {
     }
 }
 
-pub struct CompactArray<E>(pub E);
+pub(crate) struct CompactArray<E>(pub E);
 impl<E: Element> CompactArray<E> {
-    pub fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
+    pub(crate) fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
         let n = uvarint(buf)? as i64 - 1;
         elements(&self.0, buf, n)
     }

@@ -13,7 +13,7 @@ use crate::codec::ParsedRequest;
 use crate::errors::{self, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::ApiVersions,
     advertised: (0, 4),
     accepted: (0, 4),
@@ -27,7 +27,7 @@ async fn handle(_state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Ka
 }
 
 /// The v0 answer to a request whose version is above ours.
-pub fn unsupported_version_reply() -> Result<Reply, KafkaError> {
+pub(crate) fn unsupported_version_reply() -> Result<Reply, KafkaError> {
     encode(&response(ResponseError::UnsupportedVersion.code()), 0)
 }
 

@@ -10,7 +10,7 @@ use crate::codec::ParsedRequest;
 use crate::errors::{self, core_error};
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::CreatePartitions,
     advertised: (0, 3),
     accepted: (0, 3),

@@ -15,7 +15,7 @@ use crate::codec::ParsedRequest;
 use crate::errors::{self, core_error, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::CreateTopics,
     advertised: (2, 7),
     accepted: (2, 7),

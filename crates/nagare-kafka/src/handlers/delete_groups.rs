@@ -10,7 +10,7 @@ use crate::codec::ParsedRequest;
 use crate::errors::{self, group_error};
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::DeleteGroups,
     advertised: (0, 2),
     accepted: (0, 2),

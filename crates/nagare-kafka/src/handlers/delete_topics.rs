@@ -11,7 +11,7 @@ use crate::codec::ParsedRequest;
 use crate::errors::{self, core_error, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::DeleteTopics,
     advertised: (1, 6),
     accepted: (1, 6),

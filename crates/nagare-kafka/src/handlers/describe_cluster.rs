@@ -10,7 +10,7 @@ use crate::codec::ParsedRequest;
 use crate::errors;
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::DescribeCluster,
     advertised: (0, 1),
     accepted: (0, 1),

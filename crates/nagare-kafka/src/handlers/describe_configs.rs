@@ -14,7 +14,7 @@ use crate::codec::ParsedRequest;
 use crate::errors::{self, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::DescribeConfigs,
     advertised: (1, 4),
     accepted: (1, 4),

@@ -23,7 +23,7 @@ use crate::codec::ParsedRequest;
 use crate::errors::{self, core_error, ResponseError};
 use crate::{Chunk, KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::Fetch,
     // Topic ids from v13 on; v14-v17 only add fields we leave empty (tagged fields,
     // replica state and directory ids used by followers).
@@ -47,7 +47,7 @@ struct TopicTarget {
 }
 
 /// What one partition answers.
-pub struct PartitionResult {
+pub(crate) struct PartitionResult {
     pub index: i32,
     pub error_code: i16,
     pub high_watermark: i64,
@@ -55,7 +55,7 @@ pub struct PartitionResult {
     pub records: Vec<Chunk>,
 }
 
-pub struct TopicResult {
+pub(crate) struct TopicResult {
     pub name: String,
     pub id: Uuid,
     pub partitions: Vec<PartitionResult>,
@@ -270,7 +270,7 @@ impl FetchEncoder {
 }
 
 /// The Fetch response body at `version` (4..=17) as memory and file pieces.
-pub fn encode_response(version: i16, topics: &[TopicResult]) -> Vec<Chunk> {
+pub(crate) fn encode_response(version: i16, topics: &[TopicResult]) -> Vec<Chunk> {
     let mut e = FetchEncoder {
         flexible: version >= 12,
         buf: BytesMut::with_capacity(256),

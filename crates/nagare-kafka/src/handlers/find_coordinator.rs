@@ -11,7 +11,7 @@ use crate::codec::ParsedRequest;
 use crate::errors::{self, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::FindCoordinator,
     advertised: (0, 6),
     accepted: (0, 6),

@@ -16,7 +16,7 @@ use crate::codec::ParsedRequest;
 use crate::errors::group_error;
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::JoinGroup,
     advertised: (0, 9),
     accepted: (0, 9),

@@ -12,7 +12,7 @@ use crate::codec::ParsedRequest;
 use crate::errors::{self, group_error};
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::LeaveGroup,
     advertised: (0, 5),
     accepted: (0, 5),

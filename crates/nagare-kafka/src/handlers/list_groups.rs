@@ -9,7 +9,7 @@ use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::ListGroups,
     advertised: (0, 5),
     accepted: (0, 5),

@@ -14,7 +14,7 @@ use crate::codec::ParsedRequest;
 use crate::errors::{self, core_error};
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::ListOffsets,
     advertised: (1, 9),
     accepted: (1, 9),

@@ -16,7 +16,7 @@ use crate::codec::ParsedRequest;
 use crate::errors::{core_error, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::Metadata,
     advertised: (0, 12),
     accepted: (0, 12),

@@ -13,37 +13,38 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use crate::codec::{self, ParsedRequest, RequestError};
 use crate::{KafkaError, KafkaState, Reply};
 
-pub mod api_versions;
-pub mod create_partitions;
-pub mod create_topics;
-pub mod delete_groups;
-pub mod delete_topics;
-pub mod describe_cluster;
-pub mod describe_configs;
-pub mod describe_groups;
-pub mod fetch;
-pub mod find_coordinator;
-pub mod heartbeat;
-pub mod init_producer_id;
-pub mod join_group;
-pub mod leave_group;
-pub mod list_groups;
-pub mod list_offsets;
-pub mod metadata;
-pub mod offset_commit;
-pub mod offset_delete;
-pub mod offset_fetch;
-pub mod offset_for_leader_epoch;
-pub mod produce;
-pub mod sync_group;
+pub(crate) mod api_versions;
+pub(crate) mod create_partitions;
+pub(crate) mod create_topics;
+pub(crate) mod delete_groups;
+pub(crate) mod delete_topics;
+pub(crate) mod describe_cluster;
+pub(crate) mod describe_configs;
+pub(crate) mod describe_groups;
+pub(crate) mod fetch;
+pub(crate) mod find_coordinator;
+pub(crate) mod heartbeat;
+pub(crate) mod init_producer_id;
+pub(crate) mod join_group;
+pub(crate) mod leave_group;
+pub(crate) mod list_groups;
+pub(crate) mod list_offsets;
+pub(crate) mod metadata;
+pub(crate) mod offset_commit;
+pub(crate) mod offset_delete;
+pub(crate) mod offset_fetch;
+pub(crate) mod offset_for_leader_epoch;
+pub(crate) mod produce;
+pub(crate) mod sync_group;
 
 /// What a handler returns: the reply, or an error that closes the connection.
-pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Reply, KafkaError>> + Send + 'static>>;
+pub(crate) type HandlerFuture =
+    Pin<Box<dyn Future<Output = Result<Reply, KafkaError>> + Send + 'static>>;
 /// A handler: shared state and the request (header decoded, body not yet).
-pub type HandlerFn = fn(Arc<KafkaState>, ParsedRequest) -> HandlerFuture;
+pub(crate) type HandlerFn = fn(Arc<KafkaState>, ParsedRequest) -> HandlerFuture;
 
 /// One API: its key, the versions we tell clients about and the versions we answer.
-pub struct Handler {
+pub(crate) struct Handler {
     pub key: ApiKey,
     /// The range listed in ApiVersions.
     pub advertised: (i16, i16),
@@ -54,13 +55,13 @@ pub struct Handler {
 }
 
 impl Handler {
-    pub fn accepts(&self, version: i16) -> bool {
+    pub(crate) fn accepts(&self, version: i16) -> bool {
         (self.accepted.0..=self.accepted.1).contains(&version)
     }
 }
 
 /// Every implemented API. Adding an API = one file + one line here.
-pub static REGISTRY: &[Handler] = &[
+pub(crate) static REGISTRY: &[Handler] = &[
     produce::HANDLER,
     fetch::HANDLER,
     list_offsets::HANDLER,
@@ -105,7 +106,7 @@ static TABLE: [Option<&Handler>; TABLE_LEN] = {
 };
 
 /// The handler of an API key number, if we implement it.
-pub fn lookup(api_key: i16) -> Option<&'static Handler> {
+pub(crate) fn lookup(api_key: i16) -> Option<&'static Handler> {
     usize::try_from(api_key)
         .ok()
         .and_then(|k| TABLE.get(k).copied().flatten())
@@ -114,7 +115,7 @@ pub fn lookup(api_key: i16) -> Option<&'static Handler> {
 /// Routes one frame: its handler, found once from the key number, and the request with
 /// its header decoded. An API or version we do not answer is refused before anything
 /// past the fixed head is decoded.
-pub fn route(frame: Bytes) -> Result<(&'static Handler, ParsedRequest), RequestError> {
+pub(crate) fn route(frame: Bytes) -> Result<(&'static Handler, ParsedRequest), RequestError> {
     let head = codec::peek_head(&frame)?;
     let Some(handler) = lookup(head.api_key) else {
         return Err(RequestError::UnknownApi {
@@ -135,7 +136,7 @@ pub fn route(frame: Bytes) -> Result<(&'static Handler, ParsedRequest), RequestE
 
 /// Decodes the request body as `T` at the request's version, after the allocation guard
 /// has walked it (see `crate::guard`).
-pub fn decode<T: Decodable>(req: &ParsedRequest) -> Result<T, KafkaError> {
+pub(crate) fn decode<T: Decodable>(req: &ParsedRequest) -> Result<T, KafkaError> {
     crate::guard::check(req.api_key, &req.body, req.version)
         .map_err(|e| KafkaError::Malformed(format!("{:?} v{}: {e}", req.api_key, req.version)))?;
     let mut body = req.body.clone();
@@ -144,7 +145,7 @@ pub fn decode<T: Decodable>(req: &ParsedRequest) -> Result<T, KafkaError> {
 }
 
 /// Encodes a response body at `version`.
-pub fn encode<T: Encodable>(msg: &T, version: i16) -> Result<Reply, KafkaError> {
+pub(crate) fn encode<T: Encodable>(msg: &T, version: i16) -> Result<Reply, KafkaError> {
     let size = msg
         .compute_size(version)
         .map_err(|e| KafkaError::Encode(e.to_string()))?;
@@ -155,12 +156,12 @@ pub fn encode<T: Encodable>(msg: &T, version: i16) -> Result<Reply, KafkaError> 
 }
 
 /// Whether the response to this request has the v1 header (a tagged-field byte).
-pub fn response_header_v1(req: &ParsedRequest) -> bool {
+pub(crate) fn response_header_v1(req: &ParsedRequest) -> bool {
     req.api_key != ApiKey::ApiVersions && req.api_key.response_header_version(req.version) >= 1
 }
 
 /// A protocol string from a Rust one.
-pub fn str_bytes(s: impl Into<String>) -> StrBytes {
+pub(crate) fn str_bytes(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
 }
 

@@ -14,7 +14,7 @@ use crate::codec::ParsedRequest;
 use crate::errors::{self, group_error, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::OffsetCommit,
     advertised: (2, 9),
     accepted: (2, 9),

@@ -13,7 +13,7 @@ use crate::codec::ParsedRequest;
 use crate::errors::{self, group_error, ResponseError};
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::OffsetDelete,
     advertised: (0, 0),
     accepted: (0, 0),

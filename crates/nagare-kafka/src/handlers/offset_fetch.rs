@@ -14,7 +14,7 @@ use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::OffsetFetch,
     advertised: (1, 9),
     accepted: (1, 9),

@@ -13,7 +13,7 @@ use crate::codec::ParsedRequest;
 use crate::errors::{self, core_error};
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::OffsetForLeaderEpoch,
     advertised: (2, 4),
     accepted: (2, 4),

@@ -17,7 +17,7 @@ use crate::errors::{self, batch_error, core_error, ResponseError};
 use crate::rejected;
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::Produce,
     // Listed like a Kafka release does; 0-2 (message format v0/v1) are never answered.
     advertised: (0, 11),

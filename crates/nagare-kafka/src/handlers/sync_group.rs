@@ -11,7 +11,7 @@ use crate::codec::ParsedRequest;
 use crate::errors::group_error;
 use crate::{KafkaError, KafkaState, Reply};
 
-pub const HANDLER: Handler = Handler {
+pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::SyncGroup,
     advertised: (0, 5),
     accepted: (0, 5),

@@ -18,7 +18,7 @@ use tokio::net::TcpStream;
 use super::report;
 
 #[derive(Debug, Args)]
-pub struct ForwardArgs {
+pub(crate) struct ForwardArgs {
     /// Forward receiver address.
     #[arg(long, default_value = "127.0.0.1:24224")]
     pub addr: String,
@@ -48,7 +48,7 @@ pub struct ForwardArgs {
     pub target: String,
 }
 
-pub fn run(args: ForwardArgs) -> anyhow::Result<()> {
+pub(super) fn run(args: ForwardArgs) -> anyhow::Result<()> {
     if args.connections == 0 || args.chunk_events == 0 || args.in_flight == 0 {
         bail!("connections, chunk-events and in-flight must be at least 1");
     }

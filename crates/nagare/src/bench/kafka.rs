@@ -16,7 +16,7 @@ use nagare_log::batch::{build_batch, NewRecord};
 use super::report::{latency_histogram, progress, record, Summary};
 
 #[derive(Debug, Args)]
-pub struct ProduceArgs {
+pub(crate) struct ProduceArgs {
     /// Kafka address of the broker (nagare or Apache Kafka).
     #[arg(long, default_value = "127.0.0.1:9092")]
     pub bootstrap: String,
@@ -45,7 +45,7 @@ pub struct ProduceArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ConsumeArgs {
+pub(crate) struct ConsumeArgs {
     /// Kafka address of the broker (nagare or Apache Kafka).
     #[arg(long, default_value = "127.0.0.1:9092")]
     pub bootstrap: String,
@@ -91,7 +91,7 @@ fn make_batches(records_per_batch: usize, record_size: usize) -> Vec<Bytes> {
         .collect()
 }
 
-pub fn produce(args: ProduceArgs) -> anyhow::Result<()> {
+pub(super) fn produce(args: ProduceArgs) -> anyhow::Result<()> {
     if args.record_size == 0 || args.records == 0 || args.connections == 0 {
         bail!("records, record size and connections must be positive");
     }
@@ -220,7 +220,7 @@ fn batch_record_size(batch: &Bytes, per_batch: usize) -> usize {
         .unwrap_or(batch.len() / per_batch.max(1))
 }
 
-pub fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
+pub(super) fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
     let rt = runtime()?;
     rt.block_on(async move {
         let mut conn = Connection::connect(&args.bootstrap)

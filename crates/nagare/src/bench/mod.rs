@@ -4,19 +4,19 @@
 mod forward;
 mod kafka;
 #[allow(dead_code)] // until every bench uses all of it
-pub mod report;
+pub(crate) mod report;
 mod rpc;
 
 use clap::{Args, Subcommand};
 
 #[derive(Debug, Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     #[command(subcommand)]
     pub kind: BenchKind,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum BenchKind {
+pub(crate) enum BenchKind {
     /// Kafka producer load (works against nagare or Apache Kafka).
     Produce(kafka::ProduceArgs),
     /// Kafka consumer load (works against nagare or Apache Kafka).
@@ -28,7 +28,7 @@ pub enum BenchKind {
     Forward(forward::ForwardArgs),
 }
 
-pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.kind {
         BenchKind::Produce(a) => kafka::produce(a),
         BenchKind::Consume(a) => kafka::consume(a),

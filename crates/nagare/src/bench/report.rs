@@ -6,7 +6,7 @@ use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// A progress bar over `total` items (messages, requests, events).
-pub fn progress(total: u64, what: &str) -> ProgressBar {
+pub(crate) fn progress(total: u64, what: &str) -> ProgressBar {
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template(
@@ -19,16 +19,16 @@ pub fn progress(total: u64, what: &str) -> ProgressBar {
 }
 
 /// Latencies in microseconds, 1 µs .. 100 s at 3 significant digits.
-pub fn latency_histogram() -> Histogram<u64> {
+pub(crate) fn latency_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 100_000_000, 3).expect("valid histogram bounds")
 }
 
-pub fn record(h: &mut Histogram<u64>, d: Duration) {
+pub(crate) fn record(h: &mut Histogram<u64>, d: Duration) {
     let _ = h.record((d.as_micros() as u64).clamp(1, 100_000_000));
 }
 
 /// One finished run: what was done, how long it took, how long each item waited.
-pub struct Summary<'a> {
+pub(crate) struct Summary<'a> {
     pub title: &'a str,
     pub target: &'a str,
     pub items: u64,
@@ -38,16 +38,16 @@ pub struct Summary<'a> {
 }
 
 impl Summary<'_> {
-    pub fn items_per_sec(&self) -> f64 {
+    pub(crate) fn items_per_sec(&self) -> f64 {
         self.items as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 
-    pub fn mb_per_sec(&self) -> f64 {
+    pub(crate) fn mb_per_sec(&self) -> f64 {
         self.bytes as f64 / 1e6 / self.elapsed.as_secs_f64().max(1e-9)
     }
 
     /// Prints the table, and one machine-readable `RESULT` line for scripts.
-    pub fn print(&self) {
+    pub(crate) fn print(&self) {
         let (p50, p99, p999, max) = match self.latency {
             Some(h) if !h.is_empty() => (
                 h.value_at_quantile(0.5),
@@ -85,7 +85,7 @@ impl Summary<'_> {
 }
 
 /// Runs `f` and returns its result with the wall time it took.
-pub fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+pub(crate) fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     let t0 = Instant::now();
     let out = f();
     (out, t0.elapsed())

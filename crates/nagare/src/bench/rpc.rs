@@ -23,21 +23,21 @@ use tokio::net::TcpStream;
 use super::report;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Target {
+pub(crate) enum Target {
     Nagare,
     Rabbitmq,
     Activemq,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Mode {
+pub(crate) enum Mode {
     Pipelined,
     Lockstep,
     Both,
 }
 
 #[derive(Debug, Args)]
-pub struct RpcArgs {
+pub(crate) struct RpcArgs {
     /// Which broker (sets the defaults of port, login, vhost and temp-queue habit).
     #[arg(long, value_enum, default_value = "nagare")]
     pub target: Target,
@@ -109,7 +109,7 @@ impl Conn {
     }
 }
 
-pub fn run(args: RpcArgs) -> anyhow::Result<()> {
+pub(super) fn run(args: RpcArgs) -> anyhow::Result<()> {
     if args.concurrency == 0 || args.requests == 0 {
         bail!("requests and concurrency must be at least 1");
     }

@@ -78,7 +78,7 @@ impl Append {
 
     /// Adds `other` if it goes to the same place and the batch stays within the record
     /// limit; gives it back otherwise.
-    pub fn merge(&mut self, other: Append) -> Option<Append> {
+    pub(crate) fn merge(&mut self, other: Append) -> Option<Append> {
         let bound = self.bound + other.bound - BATCH_OVERHEAD;
         let limit = self.target.partition().max_message_bytes() as usize;
         if !self.target.same_as(&other.target) || bound > limit {
@@ -92,7 +92,7 @@ impl Append {
     }
 
     /// Appends; a receipt to a queue waits until the records are durable.
-    pub async fn run(&self) -> Result<(), StompError> {
+    pub(crate) async fn run(&self) -> Result<(), StompError> {
         let res = match &self.target {
             Target::Queue(q) => {
                 let ack = if self.durable {
