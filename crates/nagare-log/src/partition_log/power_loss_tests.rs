@@ -336,6 +336,30 @@ fn closing_an_untouched_log_fsyncs_nothing() {
 }
 
 #[test]
+fn a_new_log_is_durable_from_its_first_acknowledged_append() {
+    let dir = scratch();
+    let sim = SimFs::new(12);
+    // Creating a log fsyncs nothing: a power cut before any append may lose its files.
+    sim.fail_next_syncs(u32::MAX);
+    let log = PartitionLog::open(&dir.path().join("a"), config(&sim)).unwrap();
+    drop(log);
+    sim.power_cut().unwrap();
+    let log = PartitionLog::open(&dir.path().join("a"), config(&sim)).unwrap();
+    assert_eq!(log.log_end_offset(), 0);
+    // The first acknowledged append makes the segment's name durable too.
+    let b = dir.path().join("b");
+    let log = PartitionLog::open(&b, config(&sim)).unwrap();
+    // The log's own directory entry is its creator's to make durable.
+    log.io.sync_dir(dir.path()).unwrap();
+    log.append(&mut one("a")).unwrap();
+    log.sync_to(1).unwrap();
+    drop(log);
+    sim.power_cut().unwrap();
+    let log = PartitionLog::open(&b, config(&sim)).unwrap();
+    assert_eq!(values(&log), vec![Bytes::from("a")]);
+}
+
+#[test]
 fn full_disk_fails_appends_cleanly_and_recovers_without_reopening() {
     let root = scratch();
     let dir = root.path().join("t-0");

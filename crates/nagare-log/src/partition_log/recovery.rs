@@ -116,7 +116,11 @@ impl PartitionLog {
             .unwrap_or(i64::MIN)
             .max(segments[0].base)
             .min(end_offset);
-        if !clean {
+        // A brand-new log has nothing to make durable yet: its first segment's name
+        // becomes durable with the directory fsync `sync_now` runs before the first
+        // append is reported durable (a crash before that just finds no segment).
+        let fresh = bases.is_empty() && !clean;
+        if !clean && !fresh {
             active
                 .sync_data(max_batch)
                 .map_err(io_err(&active.log_path))?;
@@ -124,7 +128,9 @@ impl PartitionLog {
         if clean {
             io.storage.remove_file(&marker).map_err(io_err(&marker))?;
         }
-        io.sync_dir(dir).map_err(io_err(dir))?;
+        if !fresh {
+            io.sync_dir(dir).map_err(io_err(dir))?;
+        }
         let published = Published {
             end_offset,
             active_base: active.base,
@@ -145,7 +151,7 @@ impl PartitionLog {
             flushed: AtomicI64::new(end_offset),
             sync_lock: Mutex::new(()),
             unsynced: Mutex::new(Vec::new()),
-            dir_dirty: AtomicBool::new(false),
+            dir_dirty: AtomicBool::new(fresh),
             recovery_point: AtomicI64::new(recovery_point),
             changed: AtomicBool::new(changed),
         })
