@@ -149,15 +149,13 @@ impl Partition {
         }
     }
 
-    /// Group commit: waits until every offset below `offset` is on disk. One task at a
-    /// time runs the fsync (on the blocking pool) up to the log end as it is then; the
-    /// others wait for their turn without holding a thread and usually find their
-    /// offsets covered by it.
+    /// Group commit: waits until every offset below `offset` is on disk. The fsync runs
+    /// on the blocking pool; concurrent waiters queue on the log's own sync lock there,
+    /// and each usually finds its offsets covered by the fsync before it. Waiting on the
+    /// blocking pool (not an async lock) keeps the next fsync round from waiting for a
+    /// runtime thread to hand over the turn: that hop cost a third of forward's
+    /// acknowledged throughput on two cores.
     pub async fn sync_to(&self, offset: i64) -> Result<(), CoreError> {
-        if self.log.flushed_offset() >= offset {
-            return Ok(());
-        }
-        let _turn = self.sync_turn.lock().await;
         if self.log.flushed_offset() >= offset {
             return Ok(());
         }

@@ -42,9 +42,6 @@ pub struct Partition {
     end_offset: watch::Sender<i64>,
     appends: append::AppendQueue,
     producers: sequence::ProducerStates,
-    /// Taken by the one task running an fsync; the others wait here without a thread
-    /// and find their offsets covered when their turn comes (group commit).
-    sync_turn: tokio::sync::Mutex<()>,
 }
 
 impl Partition {
@@ -65,7 +62,6 @@ impl Partition {
             end_offset,
             appends: append::AppendQueue::default(),
             producers: sequence::ProducerStates::default(),
-            sync_turn: tokio::sync::Mutex::new(()),
         }
     }
 
