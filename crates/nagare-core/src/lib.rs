@@ -50,6 +50,7 @@ mod maintenance;
 mod partition;
 pub mod producers;
 pub mod queues;
+pub mod security;
 mod subsystems;
 mod topic;
 mod topic_name;

@@ -9,6 +9,7 @@ use crate::groups::{CoordinatorBackground, GroupConfig, GroupCoordinator};
 use crate::internal_log::InternalLogWriter;
 use crate::producers::{Allocation, Producers};
 use crate::queues::{Queues, QueuesBackground};
+use crate::security::{Authorizer, LoginThrottle, Security, SecurityConfig, UserStore};
 use crate::{Broker, CoreError};
 
 /// The subsystems a front end may need; cheap to clone.
@@ -20,6 +21,8 @@ pub struct Subsystems {
     pub groups: Arc<GroupCoordinator>,
     /// Persistent queues with competing consumers (STOMP `/queue/`).
     pub queues: Arc<Queues>,
+    /// Users, ACLs and the failed-login throttle of every front end.
+    pub security: Security,
 }
 
 /// The background work of every subsystem: their internal-log writers, the group
@@ -36,6 +39,7 @@ impl Subsystems {
     pub fn open(
         broker: &Arc<Broker>,
         groups: GroupConfig,
+        security: SecurityConfig,
     ) -> Result<(Subsystems, SubsystemTasks), CoreError> {
         let (producers, producers_writer) = Producers::open(broker)?;
         let (groups, groups_background) = GroupCoordinator::open(broker, groups)?;
@@ -44,6 +48,15 @@ impl Subsystems {
             producers: Arc::new(producers),
             groups,
             queues,
+            security: Security {
+                users: Arc::new(UserStore::in_memory()),
+                authorizer: Arc::new(Authorizer::in_memory(
+                    security.super_users.clone(),
+                    security.allow_if_no_acl(),
+                )),
+                throttle: Arc::new(LoginThrottle::default()),
+                config: Arc::new(security),
+            },
         };
         let tasks = SubsystemTasks {
             producers: producers_writer,

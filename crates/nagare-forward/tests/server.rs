@@ -40,6 +40,7 @@ async fn start(config: Config) -> Server {
         name: "forward",
         limits: ConnectionLimits::new(0, 0),
         grace: Duration::from_secs(1),
+        auth_required: false,
     };
     tokio::spawn(nagare_listener::run(
         listener,

@@ -5,12 +5,7 @@ use std::net::SocketAddr;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-/// Who is on the other end. Only anonymous today; authentication fills this in.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Principal {
-    #[default]
-    Anonymous,
-}
+pub use nagare_core::security::Principal;
 
 /// One accepted connection, counted against the limits until it is dropped.
 pub struct Connection {
@@ -18,7 +13,12 @@ pub struct Connection {
     pub peer: SocketAddr,
     /// The listener's name (`kafka`, `stomp`, `forward`), as in logs and metrics.
     pub listener: &'static str,
+    /// Who the listener already knows the peer to be (a verified TLS client
+    /// certificate); otherwise anonymous until the protocol's own login.
     pub principal: Principal,
+    /// This listener demands authentication: the front end refuses everything but its
+    /// login exchange until the peer has authenticated.
+    pub auth_required: bool,
     /// Turns true when the server stops: finish what is in hand and close.
     pub shutdown: watch::Receiver<bool>,
 }

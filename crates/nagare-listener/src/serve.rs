@@ -20,6 +20,8 @@ pub struct ListenerOptions {
     pub limits: Arc<ConnectionLimits>,
     /// After shutdown, how long connections may take to finish before they are aborted.
     pub grace: Duration,
+    /// Connections must authenticate (see [`Connection::auth_required`]).
+    pub auth_required: bool,
 }
 
 /// Pause after a failed accept (out of descriptors and the like) instead of spinning.
@@ -68,7 +70,8 @@ where
                         continue;
                     }
                 };
-                let conn = accept(stream, peer, name, conn_shutdown.clone());
+                let mut conn = accept(stream, peer, name, conn_shutdown.clone());
+                conn.auth_required = options.auth_required;
                 live.spawn(tracked(name, permit, handle(conn)));
             }
             // Reap finished connections so the set holds only live ones.
@@ -108,6 +111,7 @@ fn accept(
         peer,
         listener,
         principal: Principal::Anonymous,
+        auth_required: false,
         shutdown,
     }
 }

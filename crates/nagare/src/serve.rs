@@ -58,10 +58,12 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
     // whole broker; the front ends receive them opened.
     let group_config = settings.kafka.protocol.group_config();
     let core_broker = broker.clone();
-    let (core, core_tasks) =
-        tokio::task::spawn_blocking(move || Subsystems::open(&core_broker, group_config))
-            .await?
-            .context("opening producer ids, consumer groups and queues")?;
+    let security_config = nagare_core::security::SecurityConfig::default();
+    let (core, core_tasks) = tokio::task::spawn_blocking(move || {
+        Subsystems::open(&core_broker, group_config, security_config)
+    })
+    .await?
+    .context("opening producer ids, consumer groups and queues")?;
     core_tasks.spawn();
     let data_dir = std::fs::canonicalize(broker.data_dir())
         .unwrap_or_else(|_| broker.data_dir().to_path_buf());
@@ -100,6 +102,7 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         name,
         limits: limits.clone(),
         grace,
+        auth_required: false,
     };
 
     let mut kafka_config = settings.kafka.protocol.clone();

@@ -19,7 +19,12 @@ fn state(dir: &std::path::Path) -> Arc<KafkaState> {
     })
     .unwrap();
     broker.topic_or_create("t").unwrap();
-    let (core, tasks) = Subsystems::open(&broker, Config::default().group_config()).unwrap();
+    let (core, tasks) = Subsystems::open(
+        &broker,
+        Config::default().group_config(),
+        Default::default(),
+    )
+    .unwrap();
     tasks.spawn();
     Arc::new(KafkaState::with_address(
         broker,
