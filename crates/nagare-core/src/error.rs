@@ -49,6 +49,12 @@ pub enum CoreError {
     DataDirLocked { dir: String, holder: Option<u32> },
     #[error("data directory {0} is not a directory (it is a file); give the path of a directory")]
     DataDirNotADirectory(String),
+    /// A user name or credential the user store refuses.
+    #[error("invalid user {name:?}: {reason}")]
+    InvalidUser { name: String, reason: String },
+    /// An ACL binding the authorizer refuses.
+    #[error("invalid ACL: {0}")]
+    InvalidAcl(String),
     #[error(transparent)]
     Log(#[from] nagare_log::LogError),
     #[error("io error on {path}: {source}")]
@@ -143,6 +149,11 @@ impl CoreError {
                 holder: *holder,
             },
             CoreError::DataDirNotADirectory(d) => CoreError::DataDirNotADirectory(d.clone()),
+            CoreError::InvalidUser { name, reason } => CoreError::InvalidUser {
+                name: name.clone(),
+                reason: reason.clone(),
+            },
+            CoreError::InvalidAcl(reason) => CoreError::InvalidAcl(reason.clone()),
             CoreError::Log(e) => CoreError::Log(copy_log_error(e)),
             CoreError::Io { path, source } => CoreError::Io {
                 path: path.clone(),

@@ -9,7 +9,9 @@ use crate::groups::{CoordinatorBackground, GroupConfig, GroupCoordinator};
 use crate::internal_log::InternalLogWriter;
 use crate::producers::{Allocation, Producers};
 use crate::queues::{Queues, QueuesBackground};
-use crate::security::{Authorizer, LoginThrottle, Security, SecurityConfig, UserStore};
+use crate::security::{
+    Authorizer, LoginThrottle, Security, SecurityConfig, UserStore, UserStoreWriters,
+};
 use crate::{Broker, CoreError};
 
 /// The subsystems a front end may need; cheap to clone.
@@ -32,6 +34,7 @@ pub struct SubsystemTasks {
     producers: InternalLogWriter<Allocation>,
     groups: CoordinatorBackground,
     queues: QueuesBackground,
+    users: UserStoreWriters,
 }
 
 impl Subsystems {
@@ -44,12 +47,13 @@ impl Subsystems {
         let (producers, producers_writer) = Producers::open(broker)?;
         let (groups, groups_background) = GroupCoordinator::open(broker, groups)?;
         let (queues, queues_background) = Queues::open(broker.clone())?;
+        let (users, users_writers) = UserStore::open(broker)?;
         let subsystems = Subsystems {
             producers: Arc::new(producers),
             groups,
             queues,
             security: Security {
-                users: Arc::new(UserStore::in_memory()),
+                users: Arc::new(users),
                 authorizer: Arc::new(Authorizer::in_memory(
                     security.super_users.clone(),
                     security.allow_if_no_acl(),
@@ -62,6 +66,7 @@ impl Subsystems {
             producers: producers_writer,
             groups: groups_background,
             queues: queues_background,
+            users: users_writers,
         };
         Ok((subsystems, tasks))
     }
@@ -74,5 +79,6 @@ impl SubsystemTasks {
         drop(tokio::spawn(self.producers.run()));
         drop(tokio::spawn(self.groups.run()));
         drop(tokio::spawn(self.queues.run()));
+        drop(tokio::spawn(self.users.run()));
     }
 }

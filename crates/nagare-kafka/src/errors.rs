@@ -27,6 +27,8 @@ pub fn core_error(e: &CoreError) -> ResponseError {
         CoreError::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch,
         CoreError::Storage { .. } => ResponseError::KafkaStorageError,
         CoreError::ShuttingDown => ResponseError::NotLeaderOrFollower,
+        CoreError::InvalidUser { .. } => ResponseError::UnacceptableCredential,
+        CoreError::InvalidAcl(_) => ResponseError::InvalidRequest,
         CoreError::Log(l) => log_error(l),
         CoreError::Io { .. }
         | CoreError::DataDirLocked { .. }

@@ -9,6 +9,7 @@
 
 pub mod acl;
 mod acl_cache;
+mod crypto;
 mod login_throttle;
 mod principal;
 pub mod scram;
@@ -23,7 +24,7 @@ pub use acl::{
 pub use acl_cache::AclCache;
 pub use login_throttle::LoginThrottle;
 pub use principal::Principal;
-pub use users::{UserInfo, UserStore};
+pub use users::{UserInfo, UserStore, UserStoreWriters};
 
 /// Broker-wide security settings.
 #[derive(Debug, Clone, Default)]
