@@ -9,6 +9,7 @@ use crate::groups::{CoordinatorBackground, GroupConfig, GroupCoordinator};
 use crate::internal_log::InternalLogWriter;
 use crate::producers::{Allocation, Producers};
 use crate::queues::{Queues, QueuesBackground};
+use crate::security::acl::AclOp;
 use crate::security::{
     Authorizer, LoginThrottle, Security, SecurityConfig, UserStore, UserStoreWriters,
 };
@@ -35,6 +36,7 @@ pub struct SubsystemTasks {
     groups: CoordinatorBackground,
     queues: QueuesBackground,
     users: UserStoreWriters,
+    acls: InternalLogWriter<AclOp>,
 }
 
 impl Subsystems {
@@ -48,16 +50,18 @@ impl Subsystems {
         let (groups, groups_background) = GroupCoordinator::open(broker, groups)?;
         let (queues, queues_background) = Queues::open(broker.clone())?;
         let (users, users_writers) = UserStore::open(broker)?;
+        let (authorizer, acls_writer) = Authorizer::open(
+            broker,
+            security.super_users.clone(),
+            security.allow_if_no_acl(),
+        )?;
         let subsystems = Subsystems {
             producers: Arc::new(producers),
             groups,
             queues,
             security: Security {
                 users: Arc::new(users),
-                authorizer: Arc::new(Authorizer::in_memory(
-                    security.super_users.clone(),
-                    security.allow_if_no_acl(),
-                )),
+                authorizer: Arc::new(authorizer),
                 throttle: Arc::new(LoginThrottle::default()),
                 config: Arc::new(security),
             },
@@ -67,6 +71,7 @@ impl Subsystems {
             groups: groups_background,
             queues: queues_background,
             users: users_writers,
+            acls: acls_writer,
         };
         Ok((subsystems, tasks))
     }
@@ -80,5 +85,6 @@ impl SubsystemTasks {
         drop(tokio::spawn(self.groups.run()));
         drop(tokio::spawn(self.queues.run()));
         drop(tokio::spawn(self.users.run()));
+        drop(tokio::spawn(self.acls.run()));
     }
 }

@@ -5,13 +5,28 @@
 //! Implied operations as in Kafka: `Describe` is allowed by `Read`, `Write`, `Delete` or
 //! `Alter`; `DescribeConfigs` by `AlterConfigs`. `All` matches every operation.
 
+use std::collections::HashSet;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use nagare_log::batch::{NewRecord, Record};
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
 
 use super::Principal;
-use crate::CoreError;
+use crate::internal_log::{InternalLog, InternalLogWriter, InternalOp, Ticket};
+use crate::{Broker, CoreError};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The internal log holding the ACLs (`DATA/__nagare_acls-0`).
+pub const ACLS_LOG: &str = "acls";
+/// The one name of the cluster resource (Kafka's `kafka-cluster`).
+pub const CLUSTER_NAME: &str = "kafka-cluster";
+/// The wildcard resource name, principal and host.
+pub const WILDCARD: &str = "*";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ResourceType {
     Topic,
     Group,
@@ -20,13 +35,13 @@ pub enum ResourceType {
 }
 
 /// How an ACL's resource name matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PatternType {
     Literal,
     Prefixed,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Operation {
     All,
     Read,
@@ -41,7 +56,7 @@ pub enum Operation {
     IdempotentWrite,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Permission {
     Allow,
     Deny,
@@ -49,7 +64,7 @@ pub enum Permission {
 
 /// One ACL. `principal` is `User:NAME` or `User:*`; `host` is an IP address or `*`.
 /// A literal resource name `*` matches every resource of its type.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct AclBinding {
     pub resource_type: ResourceType,
     pub resource_name: String,
@@ -96,9 +111,142 @@ impl AclFilter {
         }
     }
 
-    pub fn matches(&self, _acl: &AclBinding) -> bool {
-        // Skeleton: the security helper implements the filter semantics.
-        true
+    /// Kafka's `AclBindingFilter::matches`: every given field equal; the resource name
+    /// compared as the pattern filter says.
+    pub fn matches(&self, acl: &AclBinding) -> bool {
+        self.resource_type.is_none_or(|t| t == acl.resource_type)
+            && self.matches_resource(acl)
+            && self.principal.as_ref().is_none_or(|p| *p == acl.principal)
+            && self.host.as_ref().is_none_or(|h| *h == acl.host)
+            && self.operation.is_none_or(|o| o == acl.operation)
+            && self.permission.is_none_or(|p| p == acl.permission)
+    }
+
+    fn matches_resource(&self, acl: &AclBinding) -> bool {
+        match self.pattern {
+            PatternFilter::Exactly(p) if p != acl.pattern => return false,
+            _ => {}
+        }
+        let Some(name) = &self.resource_name else {
+            return true;
+        };
+        match self.pattern {
+            PatternFilter::Any | PatternFilter::Exactly(_) => *name == acl.resource_name,
+            PatternFilter::Match => resource_matches(acl, name),
+        }
+    }
+}
+
+/// Whether `acl`'s resource pattern covers the resource `name` (same type assumed): a
+/// literal name equal to it or `*`, or a prefix of it.
+fn resource_matches(acl: &AclBinding, name: &str) -> bool {
+    match acl.pattern {
+        PatternType::Literal => acl.resource_name == name || acl.resource_name == WILDCARD,
+        PatternType::Prefixed => name.starts_with(acl.resource_name.as_str()),
+    }
+}
+
+fn principal_matches(acl: &AclBinding, principal: &Principal) -> bool {
+    match acl.principal.strip_prefix("User:") {
+        Some(WILDCARD) => true,
+        Some(name) => name == principal.name(),
+        None => false,
+    }
+}
+
+fn host_matches(acl: &AclBinding, host: IpAddr) -> bool {
+    acl.host == WILDCARD
+        || acl
+            .host
+            .parse::<IpAddr>()
+            .is_ok_and(|h| h.to_canonical() == host.to_canonical())
+}
+
+/// Operations an ALLOW of `acl_op` grants `op` through: itself, `All`, and for
+/// `Describe`/`DescribeConfigs` the operations that imply them.
+fn allow_covers(acl_op: Operation, op: Operation) -> bool {
+    use Operation::*;
+    acl_op == op
+        || acl_op == All
+        || match op {
+            Describe => matches!(acl_op, Read | Write | Delete | Alter),
+            DescribeConfigs => acl_op == AlterConfigs,
+            _ => false,
+        }
+}
+
+/// A DENY applies to its own operation and, as `All`, to every one (no implication).
+fn deny_covers(acl_op: Operation, op: Operation) -> bool {
+    acl_op == op || acl_op == Operation::All
+}
+
+/// Why Kafka would refuse to create `acl`, if it would.
+fn validate(acl: &AclBinding) -> Result<(), CoreError> {
+    let invalid = |reason: &str| Err(CoreError::InvalidAcl(reason.to_string()));
+    if acl.resource_name.is_empty() {
+        return invalid("resource name should not be empty");
+    }
+    if acl.pattern == PatternType::Prefixed && acl.resource_name == WILDCARD {
+        return invalid("a PREFIXED ACL cannot use the wildcard name *: use LITERAL *");
+    }
+    if acl.resource_type == ResourceType::Cluster && acl.resource_name != CLUSTER_NAME {
+        return invalid("the only valid name for the CLUSTER resource is kafka-cluster");
+    }
+    match acl.principal.split_once(':') {
+        Some(("User", name)) if !name.is_empty() => {}
+        Some((_, _)) => return invalid("only User principals are supported (User:NAME or User:*)"),
+        None => return invalid(
+            "could not parse the principal (no colon separates the principal type from the name)",
+        ),
+    }
+    if acl.host != WILDCARD && acl.host.parse::<IpAddr>().is_err() {
+        return invalid("the host must be * or an IP address");
+    }
+    Ok(())
+}
+
+type Acls = HashSet<AclBinding>;
+
+/// One change of the ACLs, as stored (JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "acl", rename_all = "snake_case")]
+pub enum AclOp {
+    Add(AclBinding),
+    Remove(AclBinding),
+}
+
+impl InternalOp for AclOp {
+    type State = Acls;
+    const COMPACT_MIN_RECORDS: i64 = 1_000;
+
+    fn encode(&self, timestamp: i64) -> NewRecord {
+        let (AclOp::Add(acl) | AclOp::Remove(acl)) = self;
+        NewRecord {
+            key: Some(Bytes::copy_from_slice(acl.resource_name.as_bytes())),
+            // Plain structs of strings and enums always serialize.
+            value: serde_json::to_vec(self).ok().map(Bytes::from),
+            headers: Vec::new(),
+            timestamp,
+        }
+    }
+
+    fn decode(record: &Record) -> Option<Self> {
+        serde_json::from_slice(record.value.as_deref()?).ok()
+    }
+
+    fn apply(self, acls: &mut Acls) {
+        match self {
+            AclOp::Add(acl) => {
+                acls.insert(acl);
+            }
+            AclOp::Remove(acl) => {
+                acls.remove(&acl);
+            }
+        }
+    }
+
+    fn snapshot(acls: &Acls) -> Vec<Self> {
+        acls.iter().cloned().map(AclOp::Add).collect()
     }
 }
 
@@ -108,16 +256,51 @@ pub struct Authorizer {
     generation: AtomicU64,
     super_users: Vec<String>,
     allow_if_no_acl: bool,
+    /// How many ACLs exist: zero lets every check skip the lock.
+    count: AtomicUsize,
+    acls: RwLock<Acls>,
+    log: Option<Arc<InternalLog<AclOp>>>,
 }
 
 impl Authorizer {
-    /// Skeleton constructor (in memory); the real one opens the internal log.
+    /// An authorizer in memory only, without ACLs (tests, tools).
     pub fn in_memory(super_users: Vec<String>, allow_if_no_acl: bool) -> Authorizer {
+        Authorizer::with_state(super_users, allow_if_no_acl, Acls::new(), None)
+    }
+
+    fn with_state(
+        super_users: Vec<String>,
+        allow_if_no_acl: bool,
+        acls: Acls,
+        log: Option<Arc<InternalLog<AclOp>>>,
+    ) -> Authorizer {
         Authorizer {
             generation: AtomicU64::new(0),
-            super_users,
+            // `User:alice` and `alice` both name alice.
+            super_users: super_users
+                .into_iter()
+                .map(|s| s.strip_prefix("User:").map(str::to_string).unwrap_or(s))
+                .collect(),
             allow_if_no_acl,
+            count: AtomicUsize::new(acls.len()),
+            acls: RwLock::new(acls),
+            log,
         }
+    }
+
+    /// Opens the internal log `acls` and replays it. Blocking. The writer must run for
+    /// changes to complete.
+    pub fn open(
+        broker: &Broker,
+        super_users: Vec<String>,
+        allow_if_no_acl: bool,
+    ) -> Result<(Authorizer, InternalLogWriter<AclOp>), CoreError> {
+        let (log, acls, writer) = InternalLog::<AclOp>::open(broker, ACLS_LOG)?;
+        tracing::info!(acls = acls.len(), "ACLs replayed");
+        Ok((
+            Authorizer::with_state(super_users, allow_if_no_acl, acls, Some(log)),
+            writer,
+        ))
     }
 
     /// Bumped on every change of the ACLs.
@@ -128,40 +311,136 @@ impl Authorizer {
     /// True when no ACL exists and unmatched resources are allowed: every check passes,
     /// so callers may skip their cache entirely.
     pub fn allows_everything(&self) -> bool {
-        self.allow_if_no_acl
+        self.allow_if_no_acl && self.count.load(Ordering::Acquire) == 0
     }
 
-    /// Whether `principal` connected from `host` may do `op` on the resource.
+    /// Whether `name` (without `User:`) is a super user.
+    pub fn is_super_user(&self, principal: &Principal) -> bool {
+        match principal {
+            Principal::User(n) => self.super_users.iter().any(|s| **s == **n),
+            Principal::Anonymous => self.super_users.iter().any(|s| s == "ANONYMOUS"),
+        }
+    }
+
+    /// Whether `principal` connected from `host` may do `op` on the resource: super
+    /// users may do anything; a matching DENY refuses; a matching ALLOW (or one of an
+    /// implying operation) permits; when no ACL at all covers the resource,
+    /// `allow_if_no_acl` decides; otherwise no.
     pub fn authorize(
         &self,
         principal: &Principal,
-        _host: IpAddr,
-        _op: Operation,
-        _resource_type: ResourceType,
-        _name: &str,
+        host: IpAddr,
+        op: Operation,
+        resource_type: ResourceType,
+        name: &str,
     ) -> bool {
-        if let Principal::User(n) = principal {
-            if self.super_users.iter().any(|s| **s == **n) {
-                return true;
+        if self.is_super_user(principal) {
+            return true;
+        }
+        if self.count.load(Ordering::Acquire) == 0 {
+            return self.allow_if_no_acl;
+        }
+        let acls = self.acls.read();
+        let mut covered = false;
+        let mut allowed = false;
+        for acl in acls.iter() {
+            if acl.resource_type != resource_type || !resource_matches(acl, name) {
+                continue;
+            }
+            covered = true;
+            if !principal_matches(acl, principal) || !host_matches(acl, host) {
+                continue;
+            }
+            match acl.permission {
+                Permission::Deny if deny_covers(acl.operation, op) => return false,
+                Permission::Allow if allow_covers(acl.operation, op) => allowed = true,
+                _ => {}
             }
         }
-        self.allow_if_no_acl
+        if covered {
+            allowed
+        } else {
+            self.allow_if_no_acl
+        }
     }
 
-    /// Adds ACLs (already present ones are no-ops), durably. One result per binding.
+    /// Adds ACLs (already present ones are no-ops), durably. One result per binding:
+    /// an invalid binding gets its error, the others are added.
     pub async fn create(&self, bindings: Vec<AclBinding>) -> Vec<Result<(), CoreError>> {
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        bindings.into_iter().map(|_| Ok(())).collect()
+        let mut results: Vec<Result<(), CoreError>> = bindings.iter().map(validate).collect();
+        let stored = {
+            let mut acls = self.acls.write();
+            let mut ops = Vec::new();
+            for (acl, result) in bindings.into_iter().zip(&results) {
+                if result.is_ok() && acls.insert(acl.clone()) {
+                    ops.push(AclOp::Add(acl));
+                }
+            }
+            self.changed(&acls, ops)
+        };
+        if let Err(e) = stored.stored().await {
+            for r in results.iter_mut().filter(|r| r.is_ok()) {
+                *r = Err(e.same());
+            }
+        }
+        results
     }
 
     /// Removes the ACLs each filter matches, durably; returns what each one removed.
     pub async fn delete(&self, filters: Vec<AclFilter>) -> Result<Vec<Vec<AclBinding>>, CoreError> {
+        let (removed, stored) = {
+            let mut acls = self.acls.write();
+            let mut removed = Vec::with_capacity(filters.len());
+            let mut ops = Vec::new();
+            for f in &filters {
+                let matched: Vec<AclBinding> =
+                    acls.iter().filter(|a| f.matches(a)).cloned().collect();
+                for a in &matched {
+                    acls.remove(a);
+                    ops.push(AclOp::Remove(a.clone()));
+                }
+                removed.push(matched);
+            }
+            let stored = self.changed(&acls, ops);
+            (removed, stored)
+        };
+        stored.stored().await?;
+        Ok(removed)
+    }
+
+    /// After `ops` were applied to `acls` (under its write lock): counts, bumps the
+    /// generation and queues them for the log.
+    fn changed(&self, acls: &Acls, ops: Vec<AclOp>) -> Ticket {
+        if ops.is_empty() {
+            return Ticket::ready();
+        }
+        self.count.store(acls.len(), Ordering::Release);
         self.generation.fetch_add(1, Ordering::AcqRel);
-        Ok(filters.into_iter().map(|_| Vec::new()).collect())
+        match &self.log {
+            Some(log) => log.push(ops, true),
+            None => Ticket::ready(),
+        }
     }
 
     /// The ACLs `filter` matches.
-    pub fn describe(&self, _filter: &AclFilter) -> Vec<AclBinding> {
-        Vec::new()
+    pub fn describe(&self, filter: &AclFilter) -> Vec<AclBinding> {
+        self.acls
+            .read()
+            .iter()
+            .filter(|a| filter.matches(a))
+            .cloned()
+            .collect()
+    }
+
+    /// Waits until every change so far is stored.
+    pub async fn flush(&self) -> Result<(), CoreError> {
+        match &self.log {
+            Some(log) => log.flush().await,
+            None => Ok(()),
+        }
     }
 }
+
+#[cfg(test)]
+#[path = "acl_tests.rs"]
+mod tests;
