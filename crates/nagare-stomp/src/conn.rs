@@ -12,6 +12,7 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::access::Access;
 use crate::decode::Decoder;
 use crate::dispatch::run_frames;
 use crate::error::StompError;
@@ -26,6 +27,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) async fn handle(
     stream: TcpStream,
     shared: Arc<Shared>,
+    access: Access,
     mut stopping: watch::Receiver<bool>,
 ) {
     let peer = stream.peer_addr().ok();
@@ -37,7 +39,7 @@ pub(crate) async fn handle(
         shared.config.outbound_buffer_bytes,
         shared.outbound.clone(),
     );
-    let mut session = Session::new(shared.clone(), out.clone());
+    let mut session = Session::new(shared.clone(), out.clone(), access);
     let mut decoder = Decoder::new(shared.config.limits());
     let mut buf = BytesMut::with_capacity(READ_SIZE);
     let mut deadline = Instant::now() + CONNECT_TIMEOUT;

@@ -79,6 +79,19 @@ impl Dest {
     }
 }
 
+/// The destination as a client writes it.
+impl std::fmt::Display for Dest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (kind, name) = match self {
+            Dest::Topic(n) => ("topic", n),
+            Dest::Queue(n) => ("queue", n),
+            Dest::TempQueue(n) => ("temp-queue", n),
+            Dest::ReplyQueue(n) => ("reply-queue", n),
+        };
+        write!(f, "/{kind}/{name}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +108,9 @@ mod tests {
             Dest::parse("/reply-queue/id"),
             Ok(Dest::ReplyQueue("id".into()))
         );
+        for s in ["/topic/a.b", "/queue/q", "/temp-queue/t", "/reply-queue/r"] {
+            assert_eq!(Dest::parse(s).map(|d| d.to_string()).as_deref(), Ok(s));
+        }
         for bad in ["/queue/", "queue/x", "/exchange/x", "/topic"] {
             assert!(
                 matches!(Dest::parse(bad), Err(DestError::Unknown(_))),

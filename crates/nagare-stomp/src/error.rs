@@ -48,6 +48,20 @@ pub enum StompError {
     },
     #[error("broker error: {0}")]
     Core(#[from] nagare_core::CoreError),
+    /// Wrong or missing credentials. Deliberately silent on whether the user exists.
+    #[error("Authentication failed: bad login or passcode")]
+    AuthenticationFailed,
+    /// An ACL refuses this SEND or SUBSCRIBE.
+    #[error(
+        "Access refused: {principal} is not authorized to {operation} topic {topic} \
+         (destination {destination})"
+    )]
+    NotAuthorized {
+        principal: String,
+        operation: &'static str,
+        topic: String,
+        destination: String,
+    },
 }
 
 impl StompError {
@@ -65,6 +79,8 @@ impl StompError {
                 "message_too_large"
             }
             StompError::Core(_) => "broker_error",
+            StompError::AuthenticationFailed => "authentication_failed",
+            StompError::NotAuthorized { .. } => "not_authorized",
         }
     }
 

@@ -17,6 +17,7 @@
 //! The codec ([`decode`], [`encode`]) is sans-io and bounded; each client command has its
 //! own handler file under `session/handlers/`.
 
+mod access;
 mod command;
 mod config;
 mod conn;
@@ -37,6 +38,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use nagare_core::queues::Queues;
+use nagare_core::security::Security;
 use nagare_core::Broker;
 use nagare_listener::Connection;
 
@@ -54,9 +56,15 @@ pub use frame::{Command, Frame, Version};
 pub struct StompState(Arc<session::Shared>);
 
 impl StompState {
-    pub fn new(broker: Arc<Broker>, queues: Arc<Queues>, config: Config) -> StompState {
+    pub fn new(
+        broker: Arc<Broker>,
+        queues: Arc<Queues>,
+        security: Security,
+        config: Config,
+    ) -> StompState {
         StompState(Arc::new(session::Shared {
             broker,
+            security,
             outbound: writer::GlobalBudget::new(config.max_outbound_bytes),
             config,
             queues,
@@ -72,5 +80,11 @@ impl StompState {
 /// last acknowledgements with `Queues::flush` once every connection is done).
 /// Accepting, limits and shutdown are the listener layer's ([`nagare_listener`]).
 pub async fn handle(conn: Connection, state: StompState) {
-    conn::handle(conn.stream, state.0, conn.shutdown).await;
+    let access = access::Access::new(
+        state.0.security.clone(),
+        conn.peer.ip(),
+        conn.principal,
+        conn.auth_required,
+    );
+    conn::handle(conn.stream, state.0, access, conn.shutdown).await;
 }

@@ -13,9 +13,11 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use nagare_core::queues::{ConsumerId, Queue, Queues};
+use nagare_core::security::Security;
 use nagare_core::Broker;
 use tokio::task::JoinHandle;
 
+use crate::access::Access;
 use crate::command::Request;
 use crate::config::Config;
 use crate::dest::Dest;
@@ -30,6 +32,8 @@ pub(crate) struct Shared {
     pub broker: Arc<Broker>,
     pub config: Config,
     pub queues: Arc<Queues>,
+    /// Users, ACLs and the failed-login throttle.
+    pub security: Security,
     pub temp: TempQueues,
     /// Bytes of topic messages waiting to be written, over all connections.
     pub outbound: crate::writer::GlobalBudget,
@@ -90,10 +94,12 @@ pub(crate) struct Session {
     transactions: HashMap<String, Vec<Request>>,
     /// Negotiated heart-beat intervals: (expected from the client, sent by us), ms.
     heartbeat: (u64, u64),
+    /// Who the peer is (after CONNECT) and what it may touch.
+    access: Access,
 }
 
 impl Session {
-    pub(crate) fn new(shared: Arc<Shared>, out: ConnOut) -> Session {
+    pub(crate) fn new(shared: Arc<Shared>, out: ConnOut, access: Access) -> Session {
         Session {
             shared,
             out,
@@ -106,6 +112,7 @@ impl Session {
             temps: HashMap::new(),
             transactions: HashMap::new(),
             heartbeat: (0, 0),
+            access,
         }
     }
 

@@ -128,6 +128,7 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
     let stomp_state = nagare_stomp::StompState::new(
         broker.clone(),
         core.queues.clone(),
+        core.security.clone(),
         settings.stomp.protocol.clone(),
     );
     let queues = core.queues.clone();

@@ -7,12 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use nagare_core::queues::Queues;
-use nagare_core::{Broker, BrokerConfig};
+use nagare_core::groups::GroupConfig;
+use nagare_core::security::{Principal, SecurityConfig};
+use nagare_core::{Broker, BrokerConfig, Subsystems};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::run_frames;
+use crate::access::Access;
 use crate::config::Config;
 use crate::decode::Decoder;
 use crate::frame::{Command, Frame, Version};
@@ -60,21 +62,42 @@ struct Harness {
 
 impl Harness {
     async fn new() -> Harness {
+        Harness::with(SecurityConfig::default(), Config::default()).await
+    }
+
+    /// A session on a listener that demands authentication, nothing allowed without an ACL.
+    async fn secured(config: Config) -> Harness {
+        let security = SecurityConfig {
+            auth_required: true,
+            ..SecurityConfig::default()
+        };
+        Harness::with(security, config).await
+    }
+
+    async fn with(security: SecurityConfig, config: Config) -> Harness {
+        let required = security.auth_required;
         let dir = tempfile::tempdir().expect("temp dir");
         let broker = Broker::open(BrokerConfig {
             data_dir: dir.path().to_path_buf(),
             ..BrokerConfig::default()
         })
         .expect("broker");
-        let (queues, background) = Queues::open(broker.clone()).expect("queues");
-        tokio::spawn(background.run());
-        let config = Config::default();
+        let (core, background) =
+            Subsystems::open(&broker, GroupConfig::default(), security).expect("subsystems");
+        background.spawn();
         let limits = config.limits();
+        let access = Access::new(
+            core.security.clone(),
+            [127, 0, 0, 1].into(),
+            Principal::Anonymous,
+            required,
+        );
         let shared = Arc::new(Shared {
             broker,
+            security: core.security.clone(),
             outbound: writer::GlobalBudget::new(config.max_outbound_bytes),
             config,
-            queues,
+            queues: core.queues.clone(),
             temp: Default::default(),
             next_conn: AtomicU64::new(1),
             next_message: AtomicU64::new(1),
@@ -90,7 +113,7 @@ impl Harness {
         let mut decoder = Decoder::new(limits);
         decoder.version = Version::V1_2;
         Harness {
-            session: Session::new(shared, out),
+            session: Session::new(shared, out, access),
             sink: Sink {
                 peer,
                 decoder,
@@ -289,5 +312,95 @@ async fn session_state_errors_are_refused() {
         h.connect().await;
         assert!(!h.run(frames).await, "{message}");
         h.sink.expect(Command::Error, &[("message", message)]).await;
+    }
+}
+
+#[tokio::test]
+async fn a_listener_demanding_authentication_refuses_connect_without_valid_credentials() {
+    let config = Config {
+        login: "guest".into(),
+        passcode: "pw".into(),
+        ..Config::default()
+    };
+    for extra in [
+        vec![],
+        vec![("login", ""), ("passcode", "")],
+        vec![("login", "guest"), ("passcode", "wrong")],
+        vec![("login", "nobody"), ("passcode", "pw")],
+    ] {
+        let mut h = Harness::secured(config.clone()).await;
+        let mut headers = vec![("accept-version", "1.2"), ("receipt", "r")];
+        headers.extend(extra.iter().copied());
+        assert!(!h.run(vec![frame(Command::Connect, &headers)]).await);
+        let error = h
+            .sink
+            .expect(
+                Command::Error,
+                &[("message", "Authentication failed: bad login or passcode")],
+            )
+            .await;
+        assert!(!h.session.connected(), "{extra:?} {error:?}");
+    }
+    let mut h = Harness::secured(config).await;
+    let ok = frame(
+        Command::Connect,
+        &[
+            ("accept-version", "1.2"),
+            ("login", "guest"),
+            ("passcode", "pw"),
+        ],
+    );
+    assert!(h.run(vec![ok]).await);
+    h.sink.expect(Command::Connected, &[]).await;
+}
+
+#[tokio::test]
+async fn a_denied_send_or_subscribe_gets_an_error_naming_destination_and_operation() {
+    // Authentication required and no ACL: nothing on the log is allowed, temp queues are.
+    let config = Config {
+        login: "guest".into(),
+        passcode: "pw".into(),
+        ..Config::default()
+    };
+    let connect = || {
+        frame(
+            Command::Connect,
+            &[
+                ("accept-version", "1.2"),
+                ("login", "guest"),
+                ("passcode", "pw"),
+            ],
+        )
+    };
+    for (denied, message) in [
+        (
+            frame(
+                Command::Send,
+                &[("destination", "/topic/t"), ("receipt", "r")],
+            ),
+            "Access refused: User:guest is not authorized to Write topic t (destination /topic/t)",
+        ),
+        (
+            frame(
+                Command::Subscribe,
+                &[("destination", "/queue/q"), ("id", "1"), ("receipt", "r")],
+            ),
+            "Access refused: User:guest is not authorized to Read topic queue.q (destination /queue/q)",
+        ),
+    ] {
+        let mut h = Harness::secured(config.clone()).await;
+        assert!(h.run(vec![connect()]).await);
+        h.sink.expect(Command::Connected, &[]).await;
+        let temp = frame(
+            Command::Send,
+            &[("destination", "/temp-queue/mine"), ("receipt", "t")],
+        );
+        assert!(h.run(vec![temp]).await);
+        h.sink.expect(Command::Message, &[]).await;
+        h.sink.expect(Command::Receipt, &[("receipt-id", "t")]).await;
+        assert!(!h.run(vec![denied]).await);
+        h.sink
+            .expect(Command::Error, &[("message", message), ("receipt-id", "r")])
+            .await;
     }
 }

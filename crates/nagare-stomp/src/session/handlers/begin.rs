@@ -1,6 +1,8 @@
 //! BEGIN: opens a transaction; SEND, ACK and NACK naming it are held until COMMIT.
 
-use crate::command::Request;
+use nagare_core::security::Operation;
+
+use crate::command::{ClientCommand, Request};
 use crate::error::StompError;
 use crate::session::Session;
 
@@ -15,12 +17,16 @@ impl Session {
         Ok(())
     }
 
-    /// Holds a transactional SEND, ACK or NACK until COMMIT.
+    /// Holds a transactional SEND, ACK or NACK until COMMIT. A SEND the connection may
+    /// not make is refused now, not at COMMIT.
     pub(crate) fn hold_in_transaction(
         &mut self,
         transaction: &str,
         request: Request,
     ) -> Result<(), StompError> {
+        if let ClientCommand::Send(send) = &request.command {
+            self.access.authorize(Operation::Write, &send.dest)?;
+        }
         let max = self.shared.config.max_transaction_frames;
         let held = self
             .transactions

@@ -1,4 +1,5 @@
-//! CONNECT and STOMP: version negotiation, virtual host, credentials, heart-beats.
+//! CONNECT and STOMP: version negotiation, virtual host, credentials (see
+//! [`crate::access`]), heart-beats.
 
 use std::sync::atomic::Ordering;
 
@@ -38,15 +39,9 @@ impl Session {
                 }
             }
         }
-        if !cfg.login.is_empty() || !cfg.passcode.is_empty() {
-            let ok = connect.login.as_deref() == Some(cfg.login.as_str())
-                && connect.passcode.as_deref() == Some(cfg.passcode.as_str());
-            if !ok {
-                return Err(StompError::protocol(
-                    "access refused: bad login or passcode",
-                ));
-            }
-        }
+        self.access
+            .login(connect.login.as_deref(), connect.passcode.as_deref(), cfg)
+            .await?;
         let (cx, cy) = connect.heartbeat;
         let s = cfg.heartbeat_ms;
         // The spec: each direction is the larger of what one side can do and the other

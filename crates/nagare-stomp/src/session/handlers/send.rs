@@ -9,6 +9,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use nagare_core::log::batch::NewRecord;
 use nagare_core::queues::Queue;
+use nagare_core::security::Operation;
 use nagare_core::{AckLevel, CoreError, Partition};
 
 use crate::command::Send;
@@ -137,6 +138,7 @@ impl Session {
             body,
             ..
         } = send;
+        self.access.authorize(Operation::Write, &dest)?;
         self.rewrite_reply_to(&mut headers);
         match dest {
             Dest::TempQueue(name) => {
@@ -205,12 +207,13 @@ impl Session {
         if let Some(id) = self.temps.get(name) {
             return id.clone();
         }
+        // Random bits: replying to a temp queue needs no ACL, knowing its id is the
+        // permission (see `crate::access`), so the id must not be guessable.
         let id = format!(
-            "tmp.{}.{}.{:08x}",
+            "tmp.{}.{}.{:016x}",
             self.id(),
             self.temps.len(),
-            fnv1a(name.as_bytes()) as u32
-                ^ (self.next_message_id() as u32).wrapping_mul(0x9e37_79b9)
+            rand::random::<u64>()
         );
         let head = MessageHead {
             version: self.version,

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use nagare_core::security::Operation;
+
 use crate::command::Subscribe;
 use crate::dest::Dest;
 use crate::error::StompError;
@@ -22,6 +24,7 @@ impl Session {
             start,
             prefetch,
         } = sub;
+        self.access.authorize(Operation::Read, &dest)?;
         if self.subs.contains_key(&id) {
             return Err(StompError::protocol(format!(
                 "subscription id {id:?} is already in use on this connection"
