@@ -18,7 +18,8 @@ pub struct Config {
     pub heartbeat_ms: u64,
     /// A peer is dropped when nothing arrived for this many negotiated intervals.
     pub heartbeat_tolerance: f64,
-    /// When non-empty, CONNECT must carry this `login` and `passcode`.
+    /// When non-empty, CONNECT must carry credentials: this `login` and `passcode`, or a
+    /// user of the broker's user store (which is asked in any case).
     pub login: String,
     pub passcode: String,
     /// When non-empty, the only accepted CONNECT `host` (a single virtual host); empty

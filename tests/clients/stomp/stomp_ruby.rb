@@ -1,15 +1,17 @@
 # The Ruby `stomp` gem (Debian ruby-stomp) against nagare; driven by test_stomp_ruby.py.
-# Usage: ruby stomp_ruby.rb HOST PORT VERSION SCENARIO; prints "OK <scenario>" on success.
+# Usage: ruby stomp_ruby.rb HOST PORT VERSION SCENARIO [LOGIN PASSCODE];
+# prints "OK <scenario>" on success.
 require 'stomp'
 require 'timeout'
 require 'securerandom'
 
 HOST, PORT, VERSION, SCENARIO = ARGV[0], ARGV[1].to_i, ARGV[2], ARGV[3]
+LOGIN, PASSCODE = ARGV[4] || '', ARGV[5] || ''
 
 def connection(extra = {})
   headers = VERSION == '1.0' ? {} : { 'accept-version' => VERSION, 'host' => '/' }
   Stomp::Connection.new(
-    hosts: [{ login: '', passcode: '', host: HOST, port: PORT }],
+    hosts: [{ login: LOGIN, passcode: PASSCODE, host: HOST, port: PORT }],
     connect_headers: headers.merge(extra),
     reliable: false,
     connect_timeout: 5
@@ -166,6 +168,37 @@ when 'heartbeat'
   check(c.open?, 'still open')
   c.publish("/queue/rb-hb-#{uid}", 'x', { 'receipt' => 'hb' })
   check(receipt(c) == 'hb', 'receipt after heart-beats')
+when 'login'
+  # The credentials on the command line are right: pub/sub works as that user.
+  dest = "/topic/rb-login-#{uid}"
+  c = connection
+  check(c.connection_frame.command == 'CONNECTED', "CONNECTED expected, got #{c.connection_frame.command}")
+  c.subscribe(dest, { 'id' => 's', 'receipt' => 'sub' })
+  check(receipt(c) == 'sub', 'subscribe receipt')
+  c.publish(dest, 'hello', { 'receipt' => 'pub' })
+  got = []
+  got << receive(c) until got.count { |m| m.command == 'MESSAGE' } == 1 && got.any? { |m| m.command == 'RECEIPT' }
+  check(got.find { |m| m.command == 'MESSAGE' }.body == 'hello', 'body')
+  c.disconnect
+when 'login_refused'
+  # The credentials on the command line are wrong (or absent): CONNECT gets one ERROR
+  # that does not say whether the user exists, then the server closes.
+  c = connection
+  f = c.connection_frame
+  check(f.command == 'ERROR', "ERROR expected, got #{f.command} #{f.headers}")
+  check(f.headers['message'] == 'Authentication failed: bad login or passcode', "message #{f.headers}")
+  check(!c.open? || (begin; Timeout.timeout(5) { c.receive }.nil?; rescue StandardError; true; end), 'closed after the ERROR')
+when 'denied_send'
+  # Allowed to log in, not to write this topic: the SEND gets an ERROR naming the
+  # destination and the operation, with the receipt id it asked for.
+  dest = "/topic/#{ARGV[6]}"
+  c = connection
+  check(c.connection_frame.command == 'CONNECTED', 'connected')
+  c.publish(dest, 'nope', { 'receipt' => 'denied' })
+  m = receive(c)
+  check(m.command == 'ERROR', "ERROR expected, got #{m.command}")
+  check(m.headers['receipt-id'] == 'denied', "receipt-id #{m.headers}")
+  check(m.headers['message'].include?('Write') && m.headers['message'].include?(dest), "message #{m.headers}")
 else
   raise "unknown scenario #{SCENARIO}"
 end
