@@ -9,12 +9,41 @@
 //!          hex(sha512(shared_key_salt + self_hostname + n + shared_key))]
 //! ```
 //! A wrong key or user gets a PONG with `ok = false` and the reason, then a disconnect.
+//!
+//! Users come from `[[forward.user]]` and from the broker's user store (users added with
+//! `--forward`, whose secret the store keeps for this handshake only). When the listener
+//! demands authentication the handshake is mandatory and asks for a user even if the
+//! file names none; an unset `shared_key` then takes part in the digests as the empty
+//! string, so senders configure `shared_key ""` (Fluentd's `<security>` always sends a
+//! shared-key digest).
 
+use nagare_core::security::UserStore;
 use rand::RngCore;
 use sha2::{Digest, Sha512};
 
 use crate::config::User;
 use crate::decode::Ping;
+
+/// Whom a PING's user part is checked against.
+pub struct Users<'a> {
+    /// HELO asked for a user: a PING without a known one is refused.
+    pub required: bool,
+    /// `[[forward.user]]`, looked at first.
+    pub config: &'a [User],
+    /// The broker's user store (its forward secrets).
+    pub store: Option<&'a UserStore>,
+}
+
+impl Users<'_> {
+    /// The password `name` authenticates with in this handshake, if it is a user.
+    fn password(&self, name: &[u8]) -> Option<String> {
+        if let Some(u) = self.config.iter().find(|u| u.username.as_bytes() == name) {
+            return Some(u.password.clone());
+        }
+        let name = std::str::from_utf8(name).ok()?;
+        self.store?.forward_password(name)
+    }
+}
 
 /// State of one connection's handshake.
 pub struct Handshake {
@@ -27,6 +56,8 @@ pub struct Pong {
     pub bytes: Vec<u8>,
     pub ok: bool,
     pub reason: String,
+    /// The user the PING authenticated as (when users were asked for).
+    pub user: Option<String>,
 }
 
 fn random_hex() -> String {
@@ -71,7 +102,7 @@ impl Handshake {
     }
 
     /// Checks a PING and builds the PONG.
-    pub fn pong(&self, ping: &Ping, shared_key: &str, self_hostname: &str, users: &[User]) -> Pong {
+    pub fn pong(&self, ping: &Ping, shared_key: &str, self_hostname: &str, users: &Users) -> Pong {
         let expected = digest(&[
             &ping.salt,
             &ping.hostname,
@@ -79,22 +110,23 @@ impl Handshake {
             shared_key.as_bytes(),
         ]);
         let mut reason = String::new();
+        let mut user = None;
         if !eq_ignore_case(&ping.digest, expected.as_bytes()) {
             reason = "shared_key mismatch".to_string();
-        } else if !users.is_empty() {
-            let ok = users.iter().any(|u| {
-                u.username.as_bytes() == &ping.username[..]
-                    && eq_ignore_case(
-                        &ping.password_digest,
-                        digest(&[
-                            self.auth_salt.as_bytes(),
-                            u.username.as_bytes(),
-                            u.password.as_bytes(),
-                        ])
-                        .as_bytes(),
-                    )
-            });
-            if !ok {
+        } else if users.required {
+            // The digest is computed for unknown users too: the answer takes as long
+            // whether the user exists or not.
+            let password = users.password(&ping.username);
+            let expected = digest(&[
+                self.auth_salt.as_bytes(),
+                &ping.username,
+                password.as_deref().unwrap_or_default().as_bytes(),
+            ]);
+            let ok =
+                eq_ignore_case(&ping.password_digest, expected.as_bytes()) && password.is_some();
+            if ok {
+                user = Some(String::from_utf8_lossy(&ping.username).into_owned());
+            } else {
                 reason = "username/password mismatch".to_string();
             }
         }
@@ -122,6 +154,7 @@ impl Handshake {
             bytes: out,
             ok,
             reason,
+            user,
         }
     }
 }
@@ -184,15 +217,33 @@ mod tests {
     #[test]
     fn right_key_passes_and_wrong_key_or_user_fails() {
         let h = Handshake::new();
-        let users = vec![User {
+        let config = vec![User {
             username: "alice".into(),
             password: "pw".into(),
         }];
-        assert!(h.pong(&ping(&h, "k", "", ""), "k", "srv", &[]).ok);
-        assert!(!h.pong(&ping(&h, "bad", "", ""), "k", "srv", &[]).ok);
-        assert!(h.pong(&ping(&h, "k", "alice", "pw"), "k", "srv", &users).ok);
+        let none = Users {
+            required: false,
+            config: &[],
+            store: None,
+        };
+        let users = Users {
+            required: true,
+            config: &config,
+            store: None,
+        };
+        let anonymous = h.pong(&ping(&h, "k", "", ""), "k", "srv", &none);
+        assert!(anonymous.ok);
+        assert_eq!(anonymous.user, None);
+        assert!(!h.pong(&ping(&h, "bad", "", ""), "k", "srv", &none).ok);
+        let alice = h.pong(&ping(&h, "k", "alice", "pw"), "k", "srv", &users);
+        assert!(alice.ok);
+        assert_eq!(alice.user.as_deref(), Some("alice"));
         let bad = h.pong(&ping(&h, "k", "alice", "nope"), "k", "srv", &users);
         assert!(!bad.ok);
+        let unknown = h.pong(&ping(&h, "k", "bob", "pw"), "k", "srv", &users);
+        assert_eq!(unknown.reason, "username/password mismatch");
+        // No shared key configured: it takes part as the empty string.
+        assert!(h.pong(&ping(&h, "", "alice", "pw"), "", "srv", &users).ok);
         assert_eq!(bad.reason, "username/password mismatch");
         let v = rmpv::decode::read_value(&mut &bad.bytes[..]).unwrap();
         assert_eq!(v[0].as_str(), Some("PONG"));

@@ -2,15 +2,18 @@
 //! append them in order, make them as durable as their acks require with one fsync per
 //! partition (group commit), then write all acks with one write.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
+use nagare_core::security::{Principal, Security};
 use nagare_core::{Broker, Partition};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::auth::Handshake;
+use crate::auth::{Handshake, Users};
+use crate::authz::TopicAccess;
 use crate::budget::{Budget, Share};
 use crate::config::Config;
 use crate::decode::{Decoder, Frame};
@@ -50,6 +53,7 @@ impl ConnError {
         match self {
             ConnError::Io(_) => "io",
             ConnError::Decode(_) | ConnError::OverBufferCap { .. } => "malformed",
+            ConnError::Ingest(IngestError::NotAuthorized(_)) => "not_authorized",
             ConnError::Ingest(_) => "storage",
             ConnError::Auth(_) | ConnError::NoHandshake => "auth",
             ConnError::Idle(_) => "idle",
@@ -65,21 +69,38 @@ pub struct Shared {
     pub config: Config,
     /// The receiver-wide memory cap.
     pub budget: Arc<Budget>,
+    /// Users (forward secrets), ACLs and the failed-login throttle.
+    pub security: Security,
+}
+
+/// Who is on the other end, as the listener knows it.
+pub(crate) struct Peer {
+    pub addr: SocketAddr,
+    /// From a verified TLS client certificate, else anonymous.
+    pub principal: Principal,
+    /// The listener demands authentication: the handshake with a user is mandatory
+    /// (unless the certificate already named one).
+    pub auth_required: bool,
 }
 
 impl Shared {
-    pub fn new(broker: Arc<Broker>, router: Router, config: Config) -> Shared {
+    pub fn new(broker: Arc<Broker>, router: Router, config: Config, security: Security) -> Shared {
         let cap = usize::try_from(config.max_buffered_bytes).unwrap_or(usize::MAX);
         Shared {
             broker,
             router: Arc::new(router),
             budget: Arc::new(Budget::new(cap)),
             config,
+            security,
         }
     }
 }
 
-pub(crate) async fn handle(mut stream: TcpStream, shared: Arc<Shared>) -> Result<u64, ConnError> {
+pub(crate) async fn handle(
+    mut stream: TcpStream,
+    shared: Arc<Shared>,
+    peer: Peer,
+) -> Result<u64, ConnError> {
     let cfg = &shared.config;
     let mut decoder = Decoder::new(cfg.limits());
     let mut ingest = Ingest::new(
@@ -93,11 +114,26 @@ pub(crate) async fn handle(mut stream: TcpStream, shared: Arc<Shared>) -> Result
     let mut out: Vec<u8> = Vec::with_capacity(1024);
     let idle = (cfg.idle_timeout_ms > 0).then(|| Duration::from_millis(cfg.idle_timeout_ms));
 
+    // A certificate that named the peer stands for the handshake's user.
+    let known = peer.principal != Principal::Anonymous;
+    let users = Users {
+        required: !cfg.users.is_empty() || (peer.auth_required && !known),
+        config: &cfg.users,
+        store: Some(&shared.security.users),
+    };
     let mut handshake = None;
-    if !cfg.shared_key.is_empty() {
+    if !cfg.shared_key.is_empty() || (peer.auth_required && !known) {
         let h = Handshake::new();
-        stream.write_all(&h.helo(!cfg.users.is_empty())).await?;
+        stream.write_all(&h.helo(users.required)).await?;
         handshake = Some(h);
+    }
+    let mut principal = peer.principal.clone();
+    if handshake.is_none() {
+        ingest.set_access(TopicAccess::new(
+            &shared.security,
+            principal.clone(),
+            peer.addr.ip(),
+        ));
     }
 
     let mut more_buffered = false;
@@ -157,12 +193,26 @@ pub(crate) async fn handle(mut stream: TcpStream, shared: Arc<Shared>) -> Result
                         failure = Some(DecodeError::Shape("PING without a handshake").into());
                         break;
                     };
-                    let pong = h.pong(&ping, &cfg.shared_key, &cfg.self_hostname, &cfg.users);
+                    let pong = h.pong(&ping, &cfg.shared_key, &cfg.self_hostname, &users);
+                    if !pong.ok {
+                        let user = String::from_utf8_lossy(&ping.username);
+                        let throttle = &shared.security.throttle;
+                        tokio::time::sleep(throttle.failed("forward", peer.addr.ip(), &user)).await;
+                    }
                     stream.write_all(&pong.bytes).await?;
                     if !pong.ok {
                         let _ = stream.shutdown().await;
                         return Err(ConnError::Auth(pong.reason));
                     }
+                    if let Some(user) = &pong.user {
+                        shared.security.throttle.succeeded(peer.addr.ip());
+                        principal = Principal::user(user);
+                    }
+                    ingest.set_access(TopicAccess::new(
+                        &shared.security,
+                        principal.clone(),
+                        peer.addr.ip(),
+                    ));
                     handshake = None;
                 }
                 Frame::Request(req) => {

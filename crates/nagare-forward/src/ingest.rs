@@ -22,6 +22,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use nagare_core::{AckLevel, Broker, CoreError, Partition};
 
+use crate::authz::{Denied, TopicAccess};
 use crate::config::Format;
 use crate::dead_letter::{self, Letter};
 use crate::decode::{EventTime, Request};
@@ -71,6 +72,9 @@ pub enum IngestError {
         #[source]
         source: CoreError,
     },
+    /// The connection may not write the request's topic (already counted and logged).
+    #[error("not authorized: {0}")]
+    NotAuthorized(#[from] Denied),
 }
 
 /// What an append left to do before the ack may go out: the partitions and offsets
@@ -108,6 +112,8 @@ pub struct Ingest {
     pub events: u64,
     /// Events refused (and dead-lettered when a dead-letter topic is set).
     pub refused: u64,
+    /// The connection's ACL checks; `None`: every topic may be written.
+    access: Option<TopicAccess>,
 }
 
 impl Ingest {
@@ -122,7 +128,13 @@ impl Ingest {
             rejected: Vec::new(),
             events: 0,
             refused: 0,
+            access: None,
         }
+    }
+
+    /// Checks every request's topic against the ACLs from now on.
+    pub fn set_access(&mut self, access: TopicAccess) {
+        self.access = Some(access);
     }
 
     fn resolve(&mut self, tag: &Bytes) -> Result<Resolved, IngestError> {
@@ -168,6 +180,9 @@ impl Ingest {
                 max_batch,
             } => (partition, format, max_batch),
         };
+        if let Some(access) = &mut self.access {
+            access.check(&req.tag, partition.topic())?;
+        }
         if req.entries.is_empty() {
             return Ok(Pending::NONE);
         }

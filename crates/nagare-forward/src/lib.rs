@@ -10,6 +10,7 @@
 //! batch per request ([`ingest`]). The decoder ([`decode`]) is sans-io and bounded.
 
 pub mod auth;
+pub mod authz;
 pub mod budget;
 pub mod config;
 mod conn;
@@ -25,6 +26,7 @@ pub mod route;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use nagare_core::security::Security;
 use nagare_core::Broker;
 use nagare_listener::Connection;
 use tokio::net::UdpSocket;
@@ -39,7 +41,11 @@ pub use conn::Shared as ForwardState;
 
 /// What every connection of one forward listener shares; fails on routes that do not
 /// compile.
-pub fn state(broker: Arc<Broker>, config: Config) -> std::io::Result<Arc<ForwardState>> {
+pub fn state(
+    broker: Arc<Broker>,
+    config: Config,
+    security: Security,
+) -> std::io::Result<Arc<ForwardState>> {
     let router = route::Router::new(&config.routes, config.default_format)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     tracing::info!(
@@ -47,7 +53,9 @@ pub fn state(broker: Arc<Broker>, config: Config) -> std::io::Result<Arc<Forward
         auth = !config.shared_key.is_empty(),
         "forward receiver ready"
     );
-    Ok(Arc::new(conn::Shared::new(broker, router, config)))
+    Ok(Arc::new(conn::Shared::new(
+        broker, router, config, security,
+    )))
 }
 
 /// Answers Fluentd's UDP heartbeats on `addr` (the TCP listener's address) until
@@ -76,8 +84,13 @@ pub async fn handle(conn: Connection, state: Arc<ForwardState>) {
     metrics::counter!("nagare_forward_connections_total").increment(1);
     let peer = conn.peer;
     let mut stop = conn.shutdown.clone();
+    let who = conn::Peer {
+        addr: peer,
+        principal: conn.principal,
+        auth_required: conn.auth_required,
+    };
     tokio::select! {
-        done = conn::handle(conn.stream, state) => match done {
+        done = conn::handle(conn.stream, state, who) => match done {
             Ok(events) => tracing::debug!(%peer, events, "forward connection closed"),
             Err(e) => {
                 metrics::counter!("nagare_forward_connection_errors_total", "reason" => e.kind())

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use nagare_core::groups::GroupConfig;
 use nagare_core::log::batch::{split_batches, Record};
-use nagare_core::{Broker, BrokerConfig, Partition};
+use nagare_core::security::SecurityConfig;
+use nagare_core::{Broker, BrokerConfig, Partition, Subsystems};
 use nagare_forward::auth::digest;
 use nagare_forward::{Config, Format, Route};
 use nagare_listener::{ConnectionLimits, ListenerOptions};
@@ -25,6 +27,12 @@ struct Server {
 }
 
 async fn start(config: Config) -> Server {
+    start_with(config, false).await
+}
+
+/// `auth_required`: the listener demands authentication, and nothing is allowed without
+/// an ACL (the broker's default then).
+async fn start_with(config: Config, auth_required: bool) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let broker = Broker::open(BrokerConfig {
         data_dir: dir.path().to_path_buf(),
@@ -34,13 +42,19 @@ async fn start(config: Config) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, rx) = watch::channel(false);
-    let state = nagare_forward::state(broker.clone(), config).unwrap();
+    let security = SecurityConfig {
+        auth_required,
+        ..SecurityConfig::default()
+    };
+    let (core, tasks) = Subsystems::open(&broker, GroupConfig::default(), security).unwrap();
+    tasks.spawn();
+    let state = nagare_forward::state(broker.clone(), config, core.security.clone()).unwrap();
     nagare_forward::start_udp_heartbeats(addr, &state, rx.clone()).await;
     let options = ListenerOptions {
         name: "forward",
         limits: ConnectionLimits::new(0, 0),
         grace: Duration::from_secs(1),
-        auth_required: false,
+        auth_required,
     };
     tokio::spawn(nagare_listener::run(
         listener,
@@ -330,6 +344,68 @@ async fn handshake_with_shared_key_and_user() {
         .unwrap();
     assert!(closed(&mut s).await);
     assert!(srv.broker.topic("x").is_none());
+}
+
+/// HELO, then a PING as `user` with `password` and shared key `key`; the PONG.
+async fn login(s: &mut TcpStream, key: &str, user: &str, password: &str) -> V {
+    let helo = read_value(s).await;
+    assert_eq!(helo[0].as_str(), Some("HELO"));
+    let nonce = helo[1]["nonce"].as_str().unwrap().to_string();
+    let auth = helo[1]["auth"].as_str().unwrap().to_string();
+    assert!(!auth.is_empty(), "HELO asks for a user");
+    let ping = V::Array(vec![
+        V::from("PING"),
+        V::from("client"),
+        V::from("salt"),
+        V::from(digest(&[
+            b"salt",
+            b"client",
+            nonce.as_bytes(),
+            key.as_bytes(),
+        ])),
+        V::from(user),
+        V::from(digest(&[
+            auth.as_bytes(),
+            user.as_bytes(),
+            password.as_bytes(),
+        ])),
+    ]);
+    s.write_all(&pack(&ping)).await.unwrap();
+    read_value(s).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_required_makes_the_handshake_mandatory_without_a_shared_key() {
+    let config = Config {
+        users: vec![nagare_forward::User {
+            username: "alice".into(),
+            password: "pw".into(),
+        }],
+        ..Config::default()
+    };
+    let srv = start_with(config, true).await;
+    // No shared key configured: it is the empty string in the digests.
+    let mut s = TcpStream::connect(srv.addr).await.unwrap();
+    let pong = login(&mut s, "", "alice", "pw").await;
+    assert_eq!(pong[1].as_bool(), Some(true), "{pong:?}");
+    // Authenticated, but no ACL allows alice to write: no ack, and the connection closes.
+    s.write_all(&pack(&V::Array(vec![
+        V::from("denied"),
+        V::from(1),
+        rec(1),
+        V::Map(vec![(V::from("chunk"), V::from("d"))]),
+    ])))
+    .await
+    .unwrap();
+    assert!(closed(&mut s).await);
+    assert!(records(&srv.broker, "denied").is_empty());
+    for (user, password) in [("alice", "bad"), ("mallory", "pw"), ("", "")] {
+        let mut s = TcpStream::connect(srv.addr).await.unwrap();
+        let pong = login(&mut s, "", user, password).await;
+        assert_eq!(pong[1].as_bool(), Some(false));
+        assert_eq!(pong[2].as_str(), Some("username/password mismatch"));
+        assert!(closed(&mut s).await);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

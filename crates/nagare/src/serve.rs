@@ -150,8 +150,12 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         served
     }));
 
-    let forward_state = nagare_forward::state(broker.clone(), settings.forward.protocol.clone())
-        .context("forward listener")?;
+    let forward_state = nagare_forward::state(
+        broker.clone(),
+        settings.forward.protocol.clone(),
+        core.security.clone(),
+    )
+    .context("forward listener")?;
     nagare_forward::start_udp_heartbeats(bound[2].1, &forward_state, stop_rx.clone()).await;
     tasks.spawn(named(
         "forward",

@@ -16,7 +16,8 @@ async function main() {
     ack: { ackTimeout: 10000 },
     flushInterval: 5,
   };
-  if (sharedKey) {
+  // An empty SHARED_KEY still asks for the handshake (the key is then "").
+  if (sharedKey !== undefined) {
     options.security = { clientHostname: hostname || "node-client", sharedKey };
     if (username) {
       options.security.username = username;
