@@ -66,7 +66,8 @@ impl Access {
     }
 
     /// Checks CONNECT's credentials; on success the connection acts as the user they name.
-    /// A refusal has already waited the throttle's delay.
+    /// The password hash (PBKDF2) runs on the blocking pool, not on the thread serving
+    /// other connections. A refusal has already waited the throttle's delay.
     pub(crate) async fn login(
         &mut self,
         login: Option<&str>,
@@ -85,23 +86,13 @@ impl Access {
         };
         let passcode = passcode.unwrap_or("");
         let ok = (fixed && user == config.login && passcode == config.passcode)
-            || self.verify(user, passcode).await;
+            || self.security.users.verify_plain_async(user, passcode).await;
         if !ok {
             return Err(self.refuse(user).await);
         }
         self.security.throttle.succeeded(self.peer);
         self.acl.set_principal(Principal::user(user));
         Ok(())
-    }
-
-    /// The user store's check of a password: PBKDF2, so it runs on the blocking pool
-    /// rather than on the thread serving other connections.
-    async fn verify(&self, user: &str, passcode: &str) -> bool {
-        let users = self.security.users.clone();
-        let (user, passcode) = (user.to_string(), passcode.to_string());
-        tokio::task::spawn_blocking(move || users.verify_plain(&user, &passcode))
-            .await
-            .unwrap_or(false)
     }
 
     async fn refuse(&self, user: &str) -> StompError {
