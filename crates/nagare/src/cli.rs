@@ -17,6 +17,8 @@ pub(crate) enum Command {
     Serve(ServeArgs),
     /// Create, list, describe and delete topics of a running broker (HTTP admin API).
     Topic(crate::topic_cmd::TopicArgs),
+    /// Add, list and delete users (offline with --data-dir, else the HTTP admin API).
+    User(crate::user_cmd::UserArgs),
     /// Produce lines of standard input to a topic of a running broker (Kafka protocol).
     Produce(crate::client_cmds::ProduceArgs),
     /// Print the records of a topic of a running broker (Kafka protocol).

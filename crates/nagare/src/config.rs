@@ -81,6 +81,12 @@ pub(crate) struct ForwardSection {
 #[serde(default, deny_unknown_fields)]
 pub(crate) struct HttpSection {
     pub listen: SocketAddr,
+    /// A bearer token granting every right on the admin API when authentication is
+    /// required (`Authorization: Bearer TOKEN`); empty: only users can log in.
+    pub token: String,
+    /// Whether `/metrics` demands credentials when authentication is required (turn off
+    /// for a scraper that cannot authenticate).
+    pub metrics_auth: bool,
 }
 
 impl Default for KafkaSection {
@@ -114,6 +120,8 @@ impl Default for HttpSection {
     fn default() -> Self {
         HttpSection {
             listen: ([127, 0, 0, 1], 9644).into(),
+            token: String::new(),
+            metrics_auth: true,
         }
     }
 }

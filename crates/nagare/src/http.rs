@@ -1,47 +1,80 @@
-//! The HTTP admin listener: `/healthz`, `/metrics` (Prometheus) and a small topic API
-//! (`GET/POST /topics`, `GET/DELETE /topics/{name}`) used by `nagare topic`.
+//! The HTTP admin listener: `/healthz`, `/metrics` (Prometheus), a small topic API
+//! (`GET/POST /topics`, `GET/DELETE /topics/{name}`) used by `nagare topic`, and the user
+//! API (`GET/POST /users`, `DELETE /users/{name}`, in `http_users.rs`) used by
+//! `nagare user`. Authentication and the ACL checks of each route: `http_auth.rs`.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::{FromRef, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::routing::{delete, get};
+use axum::{Extension, Json, Router};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use nagare_core::security::{Operation, ResourceType, Security};
 use nagare_core::{Broker, CoreError, Topic};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::http_auth::{Caller, HttpAuth};
+
 #[derive(Clone)]
 struct AppState {
     broker: Arc<Broker>,
     metrics: PrometheusHandle,
+    security: Security,
+}
+
+impl FromRef<AppState> for Security {
+    fn from_ref(s: &AppState) -> Security {
+        s.security.clone()
+    }
 }
 
 pub(crate) fn install_metrics() -> anyhow::Result<PrometheusHandle> {
     Ok(PrometheusBuilder::new().install_recorder()?)
 }
 
-pub(crate) async fn serve(
-    listener: TcpListener,
-    broker: Arc<Broker>,
-    metrics: PrometheusHandle,
-    mut stop: watch::Receiver<bool>,
-) -> anyhow::Result<()> {
-    let app = Router::new()
+/// The admin API, behind the authentication middleware.
+pub(crate) fn app(broker: Arc<Broker>, metrics: PrometheusHandle, auth: HttpAuth) -> Router {
+    let security = auth.security.clone();
+    Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(render_metrics))
         .route("/topics", get(list_topics).post(create_topic))
         .route("/topics/:name", get(describe_topic).delete(delete_topic))
-        .with_state(AppState { broker, metrics });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            let _ = stop.wait_for(|s| *s).await;
+        .route(
+            "/users",
+            get(crate::http_users::list).post(crate::http_users::add),
+        )
+        .route("/users/:name", delete(crate::http_users::delete))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(auth),
+            crate::http_auth::authenticate,
+        ))
+        .with_state(AppState {
+            broker,
+            metrics,
+            security,
         })
-        .await?;
+}
+
+pub(crate) async fn serve(
+    listener: TcpListener,
+    app: Router,
+    mut stop: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        let _ = stop.wait_for(|s| *s).await;
+    })
+    .await?;
     Ok(())
 }
 
@@ -132,7 +165,9 @@ impl IntoResponse for ApiError {
             CoreError::TopicExists(_) => StatusCode::CONFLICT,
             CoreError::InvalidTopicName { .. }
             | CoreError::InvalidPartitions(_)
-            | CoreError::InvalidConfig { .. } => StatusCode::BAD_REQUEST,
+            | CoreError::InvalidConfig { .. }
+            | CoreError::InvalidUser { .. }
+            | CoreError::InvalidAcl(_) => StatusCode::BAD_REQUEST,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         (
@@ -143,23 +178,69 @@ impl IntoResponse for ApiError {
     }
 }
 
-async fn list_topics(State(s): State<AppState>) -> Json<Vec<TopicInfo>> {
-    Json(s.broker.list_topics().iter().map(|t| info(t)).collect())
+/// Topics the caller may not describe are left out, as Kafka's Metadata does.
+async fn list_topics(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Json<Vec<TopicInfo>> {
+    let authz = &s.security.authorizer;
+    Json(
+        s.broker
+            .list_topics()
+            .iter()
+            .filter(|t| {
+                caller
+                    .may(authz, Operation::Describe, ResourceType::Topic, t.name())
+                    .is_ok()
+            })
+            .map(|t| info(t))
+            .collect(),
+    )
 }
 
 async fn describe_topic(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
-) -> Result<Json<TopicInfo>, ApiError> {
+) -> Result<Json<TopicInfo>, Response> {
+    caller.may(
+        &s.security.authorizer,
+        Operation::Describe,
+        ResourceType::Topic,
+        &name,
+    )?;
     s.broker
         .topic(&name)
         .map(|t| Json(info(&t)))
-        .ok_or(ApiError(CoreError::UnknownTopic(name)))
+        .ok_or_else(|| ApiError(CoreError::UnknownTopic(name)).into_response())
 }
 
+/// Create on the cluster or on the topic, as Kafka's CreateTopics.
 async fn create_topic(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Json(req): Json<CreateTopic>,
+) -> Result<(StatusCode, Json<TopicInfo>), Response> {
+    let authz = &s.security.authorizer;
+    if caller
+        .may(
+            authz,
+            Operation::Create,
+            ResourceType::Cluster,
+            nagare_core::security::acl::CLUSTER_NAME,
+        )
+        .is_err()
+    {
+        caller.may(authz, Operation::Create, ResourceType::Topic, &req.name)?;
+    }
+    create_topic_now(s, req)
+        .await
+        .map_err(IntoResponse::into_response)
+}
+
+async fn create_topic_now(
+    s: AppState,
+    req: CreateTopic,
 ) -> Result<(StatusCode, Json<TopicInfo>), ApiError> {
     let mut config = s.broker.config().topic_defaults.clone();
     for (k, v) in &req.config {
@@ -176,8 +257,21 @@ async fn create_topic(
 
 async fn delete_topic(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
-) -> Result<StatusCode, ApiError> {
+) -> Result<StatusCode, Response> {
+    caller.may(
+        &s.security.authorizer,
+        Operation::Delete,
+        ResourceType::Topic,
+        &name,
+    )?;
+    delete_topic_now(s, name)
+        .await
+        .map_err(IntoResponse::into_response)
+}
+
+async fn delete_topic_now(s: AppState, name: String) -> Result<StatusCode, ApiError> {
     let broker = s.broker.clone();
     tokio::task::spawn_blocking(move || broker.delete_topic(&name))
         .await

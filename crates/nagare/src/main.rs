@@ -1,14 +1,19 @@
 //! The `nagare` command: `serve` runs the broker; `topic`, `produce`, `consume` talk to a
 //! running one; `bench` runs load generators against nagare or a peer broker.
 
+mod admin_client;
+mod admin_tls;
 mod bench;
 mod cli;
 mod client_cmds;
 mod config;
 mod config_check;
 mod http;
+mod http_auth;
+mod http_users;
 mod serve;
 mod topic_cmd;
+mod user_cmd;
 
 mod error_report;
 
@@ -31,6 +36,7 @@ fn run() -> anyhow::Result<()> {
     match cli.command {
         cli::Command::Serve(args) => serve::run(args),
         cli::Command::Topic(args) => topic_cmd::run(args),
+        cli::Command::User(args) => user_cmd::run(args),
         cli::Command::Produce(args) => client_cmds::produce(args),
         cli::Command::Consume(args) => client_cmds::consume(args),
         cli::Command::Bench(args) => bench::run(args),

@@ -59,6 +59,7 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
     let group_config = settings.kafka.protocol.group_config();
     let core_broker = broker.clone();
     let security_config = nagare_core::security::SecurityConfig::default();
+    let http_auth_required = security_config.auth_required;
     let (core, core_tasks) = tokio::task::spawn_blocking(move || {
         Subsystems::open(&core_broker, group_config, security_config)
     })
@@ -168,7 +169,21 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
     ));
     tasks.spawn(named(
         "http",
-        crate::http::serve(http, broker.clone(), metrics, stop_rx.clone()),
+        crate::http::serve(
+            http,
+            crate::http::app(
+                broker.clone(),
+                metrics,
+                crate::http_auth::HttpAuth {
+                    security: core.security.clone(),
+                    required: http_auth_required,
+                    token: (!settings.http.token.is_empty())
+                        .then(|| settings.http.token.as_str().into()),
+                    protect_metrics: settings.http.metrics_auth,
+                },
+            ),
+            stop_rx.clone(),
+        ),
     ));
     tasks.spawn({
         let broker = broker.clone();

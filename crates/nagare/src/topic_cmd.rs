@@ -2,18 +2,19 @@
 
 use clap::{Args, Subcommand};
 
+use crate::admin_client::{path_segment, AdminClient, AdminConnection};
 use crate::http::{CreateTopic, TopicInfo};
 
 #[derive(Debug, Args)]
 pub(crate) struct TopicArgs {
-    /// HTTP admin address of the broker.
-    #[arg(
-        long,
-        default_value = "127.0.0.1:9644",
-        env = "NAGARE_HTTP_LISTEN",
-        global = true
-    )]
-    pub http: String,
+    #[command(flatten)]
+    pub conn: AdminConnection,
+    /// User to log in as when the broker demands authentication.
+    #[arg(long, env = "NAGARE_USER", global = true)]
+    pub user: Option<String>,
+    /// Password of --user.
+    #[arg(long, env = "NAGARE_PASSWORD", hide_env_values = true, global = true)]
+    pub password: Option<String>,
     #[command(subcommand)]
     pub action: TopicAction,
 }
@@ -39,10 +40,10 @@ pub(crate) enum TopicAction {
 }
 
 pub(crate) fn run(args: TopicArgs) -> anyhow::Result<()> {
-    let base = format!("http://{}", args.http);
+    let client = AdminClient::new(&args.conn, args.user.as_deref(), args.password.as_deref())?;
     match args.action {
         TopicAction::List => {
-            let topics: Vec<TopicInfo> = get(&format!("{base}/topics"))?;
+            let topics: Vec<TopicInfo> = client.get("/topics")?;
             println!(
                 "{:<40} {:>10} {:>14} {:>14}",
                 "TOPIC", "PARTITIONS", "RECORDS", "BYTES"
@@ -64,7 +65,7 @@ pub(crate) fn run(args: TopicArgs) -> anyhow::Result<()> {
             }
         }
         TopicAction::Describe { name } => {
-            let t: TopicInfo = get(&format!("{base}/topics/{name}"))?;
+            let t: TopicInfo = client.get(&format!("/topics/{}", path_segment(&name)))?;
             print_topic(&t);
         }
         TopicAction::Create {
@@ -84,8 +85,7 @@ pub(crate) fn run(args: TopicArgs) -> anyhow::Result<()> {
                 partitions,
                 config,
             };
-            let resp = ureq::post(&format!("{base}/topics")).send_json(&body);
-            let t: TopicInfo = check(resp)?.into_json()?;
+            let t: TopicInfo = client.post("/topics", &body)?;
             println!(
                 "created topic {} ({} partitions, id {})",
                 t.name,
@@ -94,7 +94,7 @@ pub(crate) fn run(args: TopicArgs) -> anyhow::Result<()> {
             );
         }
         TopicAction::Delete { name } => {
-            check(ureq::delete(&format!("{base}/topics/{name}")).call())?;
+            client.delete(&format!("/topics/{}", path_segment(&name)))?;
             println!("deleted topic {name}");
         }
     }
@@ -116,20 +116,5 @@ fn print_topic(t: &TopicInfo) {
     println!("settings:");
     for (k, v) in &t.config {
         println!("  {k} = {v}");
-    }
-}
-
-fn get<T: serde::de::DeserializeOwned>(url: &str) -> anyhow::Result<T> {
-    Ok(check(ureq::get(url).call())?.into_json()?)
-}
-
-fn check(resp: Result<ureq::Response, ureq::Error>) -> anyhow::Result<ureq::Response> {
-    match resp {
-        Ok(r) => Ok(r),
-        Err(ureq::Error::Status(code, r)) => {
-            let body = r.into_string().unwrap_or_default();
-            anyhow::bail!("broker answered {code}: {}", body.trim())
-        }
-        Err(e) => anyhow::bail!("cannot reach the broker's HTTP listener: {e}"),
     }
 }
