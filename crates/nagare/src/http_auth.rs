@@ -51,20 +51,28 @@ impl Caller {
         op: Operation,
         resource_type: ResourceType,
         name: &str,
-    ) -> Result<(), Response> {
+    ) -> Result<(), Forbidden> {
         if self.token || authorizer.authorize(&self.principal, self.peer, op, resource_type, name) {
             return Ok(());
         }
-        Err((
+        Err(Forbidden(format!(
+            "{} is not allowed to {op:?} {resource_type:?} {name:?}",
+            self.principal
+        )))
+    }
+}
+
+/// A refused request: `403` with the reason.
+#[derive(Debug)]
+pub(crate) struct Forbidden(String);
+
+impl From<Forbidden> for Response {
+    fn from(f: Forbidden) -> Response {
+        (
             StatusCode::FORBIDDEN,
-            Json(serde_json::json!({
-                "error": format!(
-                    "{} is not allowed to {op:?} {resource_type:?} {name:?}",
-                    self.principal
-                )
-            })),
+            Json(serde_json::json!({ "error": f.0 })),
         )
-            .into_response())
+            .into_response()
     }
 }
 
