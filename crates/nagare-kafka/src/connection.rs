@@ -27,6 +27,7 @@ use crate::codec::{self, RequestError};
 use crate::handlers::{self, api_versions};
 use crate::memory_pool::{Lease, TooLargeForPool};
 use crate::output::OutQueue;
+use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -48,6 +49,7 @@ struct Answer {
 pub(crate) async fn run(
     mut stream: TcpStream,
     state: Arc<KafkaState>,
+    session: Arc<Session>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), KafkaError> {
     let limit = state.config.max_request_bytes as usize;
@@ -85,7 +87,7 @@ pub(crate) async fn run(
                 // The body is still arriving (its size was checked above).
                 _ => break,
             };
-            let (pending, overlaps) = start(&state, frame, lease.take());
+            let (pending, overlaps) = start(&state, &session, frame, lease.take());
             if !overlaps {
                 // Everything but Produce runs alone, after what came before it.
                 finish(&mut inflight, &mut out, &mut stream).await?;
@@ -165,7 +167,12 @@ fn queue(answer: Answer, out: &mut OutQueue) -> Result<(), KafkaError> {
 
 /// Starts one request frame holding `lease` until it is answered; returns it and whether
 /// it may overlap other Produce requests.
-fn start(state: &Arc<KafkaState>, frame: Bytes, lease: Option<Lease>) -> (Pending, bool) {
+fn start(
+    state: &Arc<KafkaState>,
+    session: &Arc<Session>,
+    frame: Bytes,
+    lease: Option<Lease>,
+) -> (Pending, bool) {
     let ready = |correlation_id, header_v1, reply| -> Pending {
         Box::pin(std::future::ready(Answer {
             correlation_id,
@@ -193,9 +200,20 @@ fn start(state: &Arc<KafkaState>, frame: Bytes, lease: Option<Lease>) -> (Pendin
         Err(e) => return (ready(0, false, Err(refused(e))), false),
     };
     let correlation_id = req.correlation_id();
+    if !session.may_proceed() && !before_login(req.api_key) {
+        tracing::info!(peer = %session.peer, api = ?req.api_key, "request before authentication; closing connection");
+        return (
+            ready(
+                correlation_id,
+                false,
+                Err(KafkaError::Unauthenticated(req.api_key as i16)),
+            ),
+            false,
+        );
+    }
     let header_v1 = handlers::response_header_v1(&req);
     let overlaps = req.api_key == ApiKey::Produce;
-    let call = (handler.call)(state.clone(), req);
+    let call = (handler.call)(state.clone(), session.clone(), req);
     let key = handler.key;
     let pending: Pending = Box::pin(call.map(move |reply| {
         // Answered: the request's memory goes back to the pool.
@@ -210,6 +228,14 @@ fn start(state: &Arc<KafkaState>, frame: Bytes, lease: Option<Lease>) -> (Pendin
         }
     }));
     (pending, overlaps)
+}
+
+/// What a client may send before it has authenticated.
+fn before_login(key: ApiKey) -> bool {
+    matches!(
+        key,
+        ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
+    )
 }
 
 fn refused_by_pool(e: TooLargeForPool) -> KafkaError {

@@ -107,6 +107,10 @@ pub enum KafkaError {
     TooLarge { size: usize, limit: usize },
     #[error("could not encode response: {0}")]
     Encode(String),
+    /// A request other than ApiVersions or the SASL exchange before authenticating on a
+    /// listener that demands it: Kafka closes the connection too.
+    #[error("api key {0} before authentication")]
+    Unauthenticated(i16),
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }

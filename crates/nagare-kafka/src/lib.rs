@@ -16,6 +16,7 @@ mod handlers;
 mod memory_pool;
 mod output;
 mod rejected;
+mod session;
 mod state;
 
 use std::sync::Arc;
@@ -87,7 +88,13 @@ impl Default for Config {
 /// ([`nagare_listener`]); `state` is built once per listener with [`KafkaState::new`].
 pub async fn handle(conn: Connection, state: Arc<KafkaState>) {
     let peer = conn.peer;
-    if let Err(e) = connection::run(conn.stream, state, conn.shutdown).await {
+    let session = Arc::new(session::Session::new(
+        &state.security,
+        conn.principal,
+        peer,
+        conn.auth_required,
+    ));
+    if let Err(e) = connection::run(conn.stream, state, session, conn.shutdown).await {
         tracing::debug!(%peer, error = %e, "kafka connection closed");
     }
 }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use nagare_core::groups::GroupCoordinator;
 use nagare_core::producers::Producers;
+use nagare_core::security::Security;
 use nagare_core::{Broker, Subsystems};
 use tokio::net::TcpListener;
 
@@ -21,6 +22,8 @@ pub struct KafkaState {
     pub producers: Arc<Producers>,
     /// Consumer groups and committed offsets (the coordinator is this broker).
     pub groups: Arc<GroupCoordinator>,
+    /// Users, ACLs and the login throttle.
+    pub security: Security,
     /// Memory for requests read but not yet answered, shared by every connection.
     pub request_pool: RequestPool,
     /// Host and port given to clients in Metadata, FindCoordinator, DescribeCluster.
@@ -54,6 +57,7 @@ impl KafkaState {
             config,
             producers: core.producers.clone(),
             groups: core.groups.clone(),
+            security: core.security.clone(),
             advertised_host,
             advertised_port,
         }

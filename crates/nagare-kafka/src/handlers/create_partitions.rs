@@ -14,7 +14,7 @@ pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::CreatePartitions,
     advertised: (0, 3),
     accepted: (0, 3),
-    call: |state, req| Box::pin(handle(state, req)),
+    call: |state, _session, req| Box::pin(handle(state, req)),
 };
 
 async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {

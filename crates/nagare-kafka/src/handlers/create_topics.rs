@@ -19,7 +19,7 @@ pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::CreateTopics,
     advertised: (2, 7),
     accepted: (2, 7),
-    call: |state, req| Box::pin(handle(state, req)),
+    call: |state, _session, req| Box::pin(handle(state, req)),
 };
 
 async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {

@@ -15,7 +15,7 @@ pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::DeleteTopics,
     advertised: (1, 6),
     accepted: (1, 6),
-    call: |state, req| Box::pin(handle(state, req)),
+    call: |state, _session, req| Box::pin(handle(state, req)),
 };
 
 async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {

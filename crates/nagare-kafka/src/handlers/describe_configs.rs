@@ -18,7 +18,7 @@ pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::DescribeConfigs,
     advertised: (1, 4),
     accepted: (1, 4),
-    call: |state, req| Box::pin(handle(state, req)),
+    call: |state, _session, req| Box::pin(handle(state, req)),
 };
 
 const TOPIC: i8 = 2;

@@ -29,7 +29,7 @@ pub(crate) const HANDLER: Handler = Handler {
     // replica state and directory ids used by followers).
     advertised: (4, 17),
     accepted: (4, 17),
-    call: |state, req| Box::pin(handle(state, req)),
+    call: |state, _session, req| Box::pin(handle(state, req)),
 };
 
 /// One requested partition, resolved.

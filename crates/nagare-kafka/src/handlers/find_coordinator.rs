@@ -15,7 +15,7 @@ pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::FindCoordinator,
     advertised: (0, 6),
     accepted: (0, 6),
-    call: |state, req| Box::pin(handle(state, req)),
+    call: |state, _session, req| Box::pin(handle(state, req)),
 };
 
 /// Key type of a transactional id: transactions are not implemented.

@@ -51,9 +51,13 @@ async fn call<Req: Encodable, Resp: Decodable>(
     };
     let handler = lookup(key as i16).unwrap();
     assert!(handler.accepts(version));
-    let reply = (handler.call)(state.clone(), req)
-        .await
-        .unwrap_or_else(|e| panic!("{key:?} v{version}: {e}"));
+    let reply = (handler.call)(
+        state.clone(),
+        crate::session::Session::for_tests(state),
+        req,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{key:?} v{version}: {e}"));
     let Reply::Body(mut body) = reply else {
         panic!("{key:?} v{version}: no body")
     };

@@ -14,7 +14,7 @@ pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::Heartbeat,
     advertised: (0, 4),
     accepted: (0, 4),
-    call: |state, req| Box::pin(handle(state, req)),
+    call: |state, _session, req| Box::pin(handle(state, req)),
 };
 
 async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {

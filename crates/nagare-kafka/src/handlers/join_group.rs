@@ -20,7 +20,7 @@ pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::JoinGroup,
     advertised: (0, 9),
     accepted: (0, 9),
-    call: |state, req| Box::pin(handle(state, req)),
+    call: |state, _session, req| Box::pin(handle(state, req)),
 };
 
 async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {

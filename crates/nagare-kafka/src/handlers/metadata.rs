@@ -20,7 +20,7 @@ pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::Metadata,
     advertised: (0, 12),
     accepted: (0, 12),
-    call: |state, req| Box::pin(handle(state, req)),
+    call: |state, _session, req| Box::pin(handle(state, req)),
 };
 
 async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {

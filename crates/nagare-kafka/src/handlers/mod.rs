@@ -11,6 +11,7 @@ use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use crate::codec::{self, ParsedRequest, RequestError};
+use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) mod api_versions;
@@ -40,8 +41,9 @@ pub(crate) mod sync_group;
 /// What a handler returns: the reply, or an error that closes the connection.
 pub(crate) type HandlerFuture =
     Pin<Box<dyn Future<Output = Result<Reply, KafkaError>> + Send + 'static>>;
-/// A handler: shared state and the request (header decoded, body not yet).
-pub(crate) type HandlerFn = fn(Arc<KafkaState>, ParsedRequest) -> HandlerFuture;
+/// A handler: shared state, the connection's session (principal, ACL decisions) and the
+/// request (header decoded, body not yet).
+pub(crate) type HandlerFn = fn(Arc<KafkaState>, Arc<Session>, ParsedRequest) -> HandlerFuture;
 
 /// One API: its key, the versions we tell clients about and the versions we answer.
 pub(crate) struct Handler {

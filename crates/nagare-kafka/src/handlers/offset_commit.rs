@@ -18,7 +18,7 @@ pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::OffsetCommit,
     advertised: (2, 9),
     accepted: (2, 9),
-    call: |state, req| Box::pin(handle(state, req)),
+    call: |state, _session, req| Box::pin(handle(state, req)),
 };
 
 async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {

@@ -18,7 +18,7 @@ pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::OffsetFetch,
     advertised: (1, 9),
     accepted: (1, 9),
-    call: |state, req| Box::pin(handle(state, req)),
+    call: |state, _session, req| Box::pin(handle(state, req)),
 };
 
 /// One topic's partitions with what is committed for each.

@@ -17,7 +17,7 @@ pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::OffsetForLeaderEpoch,
     advertised: (2, 4),
     accepted: (2, 4),
-    call: |state, req| Box::pin(handle(state, req)),
+    call: |state, _session, req| Box::pin(handle(state, req)),
 };
 
 async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {

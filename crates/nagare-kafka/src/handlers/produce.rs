@@ -22,7 +22,7 @@ pub(crate) const HANDLER: Handler = Handler {
     // Listed like a Kafka release does; 0-2 (message format v0/v1) are never answered.
     advertised: (0, 11),
     accepted: (3, 11),
-    call: |state, req| Box::pin(handle(state, req)),
+    call: |state, _session, req| Box::pin(handle(state, req)),
 };
 
 /// The outcome for one partition.

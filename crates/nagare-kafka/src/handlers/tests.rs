@@ -216,9 +216,13 @@ async fn every_handler_answers_every_accepted_version() {
                 header: RequestHeader::default().with_request_api_key(h.key as i16),
                 body,
             };
-            let reply = (h.call)(state.clone(), req)
-                .await
-                .unwrap_or_else(|e| panic!("{:?} v{version}: {e}", h.key));
+            let reply = (h.call)(
+                state.clone(),
+                crate::session::Session::for_tests(&state),
+                req,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{:?} v{version}: {e}", h.key));
             decode_response(h.key, flatten(reply), version);
         }
     }
@@ -235,7 +239,15 @@ async fn produce_then_fetch_returns_the_batch() {
         header: RequestHeader::default(),
         body: request(&state, ApiKey::Produce, 9).unwrap(),
     };
-    let mut b = flatten((produce.call)(state.clone(), req).await.unwrap());
+    let mut b = flatten(
+        (produce.call)(
+            state.clone(),
+            crate::session::Session::for_tests(&state),
+            req,
+        )
+        .await
+        .unwrap(),
+    );
     let r = ProduceResponse::decode(&mut b, 9).unwrap();
     assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
     let fetch = super::lookup(ApiKey::Fetch as i16).unwrap();
@@ -245,7 +257,15 @@ async fn produce_then_fetch_returns_the_batch() {
         header: RequestHeader::default(),
         body: request(&state, ApiKey::Fetch, 12).unwrap(),
     };
-    let mut b = flatten((fetch.call)(state.clone(), req).await.unwrap());
+    let mut b = flatten(
+        (fetch.call)(
+            state.clone(),
+            crate::session::Session::for_tests(&state),
+            req,
+        )
+        .await
+        .unwrap(),
+    );
     let r = FetchResponse::decode(&mut b, 12).unwrap();
     let p = &r.responses[0].partitions[0];
     assert_eq!(p.error_code, 0);
@@ -290,9 +310,13 @@ async fn produce_batch(state: &Arc<KafkaState>, batch: Bytes) -> (i16, i64) {
         body: body(&req, version),
     };
     let mut b = flatten(
-        (super::lookup(ApiKey::Produce as i16).unwrap().call)(state.clone(), req)
-            .await
-            .unwrap(),
+        (super::lookup(ApiKey::Produce as i16).unwrap().call)(
+            state.clone(),
+            crate::session::Session::for_tests(state),
+            req,
+        )
+        .await
+        .unwrap(),
     );
     let r = ProduceResponse::decode(&mut b, version).unwrap();
     let p = &r.responses[0].partition_responses[0];
@@ -313,9 +337,13 @@ async fn init_producer_id(state: &Arc<KafkaState>, current: Option<(i64, i16)>) 
         body: body(&req, version),
     };
     let mut b = flatten(
-        (super::lookup(ApiKey::InitProducerId as i16).unwrap().call)(state.clone(), req)
-            .await
-            .unwrap(),
+        (super::lookup(ApiKey::InitProducerId as i16).unwrap().call)(
+            state.clone(),
+            crate::session::Session::for_tests(state),
+            req,
+        )
+        .await
+        .unwrap(),
     );
     let r = InitProducerIdResponse::decode(&mut b, version).unwrap();
     (r.error_code, r.producer_id.0, r.producer_epoch)

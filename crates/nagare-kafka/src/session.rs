@@ -1,0 +1,110 @@
+//! Who one Kafka connection is: its peer, its principal (anonymous, a TLS client
+//! certificate's, or the SASL user once authenticated) and its ACL decisions.
+//!
+//! Every handler receives the connection's [`Session`] beside the listener's shared
+//! state. Handlers of one connection may run together (overlapping Produce requests), so
+//! the mutable parts sit behind small locks held only for a check, never across an await.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use nagare_core::security::{AclCache, Operation, Principal, ResourceType, Security};
+use parking_lot::Mutex;
+
+/// One connection's identity and authorization state.
+#[allow(dead_code)]
+pub(crate) struct Session {
+    pub peer: SocketAddr,
+    /// The listener demands authentication: until it succeeds, only ApiVersions and the
+    /// SASL exchange are answered.
+    pub auth_required: bool,
+    /// The client has authenticated (SASL), or the listener already knew it (TLS client
+    /// certificate).
+    authenticated: AtomicBool,
+    acl: Mutex<AclCache>,
+    security: Security,
+}
+
+// The SASL and ACL handlers are the users of what is not called yet.
+#[allow(dead_code)]
+impl Session {
+    pub(crate) fn new(
+        security: &Security,
+        principal: Principal,
+        peer: SocketAddr,
+        auth_required: bool,
+    ) -> Session {
+        let known = principal != Principal::Anonymous;
+        Session {
+            peer,
+            auth_required,
+            authenticated: AtomicBool::new(known),
+            acl: Mutex::new(AclCache::new(
+                security.authorizer.clone(),
+                principal,
+                peer.ip(),
+            )),
+            security: security.clone(),
+        }
+    }
+
+    pub(crate) fn security(&self) -> &Security {
+        &self.security
+    }
+
+    pub(crate) fn principal(&self) -> Principal {
+        self.acl.lock().principal().clone()
+    }
+
+    /// Whether requests past the login exchange may be answered.
+    pub(crate) fn may_proceed(&self) -> bool {
+        !self.auth_required || self.authenticated.load(Ordering::Acquire)
+    }
+
+    /// After a successful login: the connection acts as `principal` from now on.
+    pub(crate) fn authenticated_as(&self, principal: Principal) {
+        self.acl.lock().set_principal(principal);
+        self.authenticated.store(true, Ordering::Release);
+    }
+
+    /// Whether this connection may do `op` on the resource (cached per connection; free
+    /// while the authorizer allows everything).
+    pub(crate) fn allowed(&self, op: Operation, resource_type: ResourceType, name: &str) -> bool {
+        if self.security.authorizer.allows_everything() {
+            return true;
+        }
+        self.acl.lock().allowed(op, resource_type, name)
+    }
+
+    /// Shorthand for topic checks.
+    pub(crate) fn topic_allowed(&self, op: Operation, topic: &str) -> bool {
+        self.allowed(op, ResourceType::Topic, topic)
+    }
+
+    /// Shorthand for group checks.
+    pub(crate) fn group_allowed(&self, op: Operation, group: &str) -> bool {
+        self.allowed(op, ResourceType::Group, group)
+    }
+
+    /// Shorthand for cluster checks.
+    pub(crate) fn cluster_allowed(&self, op: Operation) -> bool {
+        self.allowed(
+            op,
+            ResourceType::Cluster,
+            nagare_core::security::acl::CLUSTER_NAME,
+        )
+    }
+}
+
+#[cfg(test)]
+impl Session {
+    /// An anonymous loopback session on a listener without authentication.
+    pub(crate) fn for_tests(state: &crate::KafkaState) -> std::sync::Arc<Session> {
+        std::sync::Arc::new(Session::new(
+            &state.security,
+            Principal::Anonymous,
+            SocketAddr::from(([127, 0, 0, 1], 1)),
+            false,
+        ))
+    }
+}
