@@ -62,6 +62,17 @@ pub(crate) struct ServeArgs {
     /// Log filter, e.g. `info` or `nagare_kafka=debug` [default: info] [env: NAGARE_LOG]
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
+    /// Whether every listener demands authentication (Kafka SASL, STOMP login, forward
+    /// users, HTTP basic auth) [default: none] [env: NAGARE_SECURITY_AUTH]
+    #[arg(long, value_name = "MODE", value_enum)]
+    pub auth: Option<crate::config::AuthMode>,
+    /// Users that bypass ACLs, e.g. `alice,bob` [env: NAGARE_SECURITY_SUPER_USERS]
+    #[arg(long, value_name = "USERS", value_delimiter = ',')]
+    pub super_users: Option<Vec<String>>,
+    /// Start even though a listener reachable from other machines has authentication
+    /// off (refused by default) [env: NAGARE_SECURITY_ALLOW_ANONYMOUS_REMOTE]
+    #[arg(long)]
+    pub allow_anonymous_remote: bool,
     /// Write the port each listener bound to this file as `name=addr` lines once all
     /// are up (useful with port 0 in tests).
     #[arg(long, value_name = "FILE")]

@@ -30,6 +30,73 @@ pub(crate) struct Settings {
     pub http: HttpSection,
     /// Limits over every protocol listener (kafka, stomp, forward) together.
     pub listeners: ListenersSection,
+    /// Authentication and authorization over every listener.
+    pub security: SecuritySection,
+}
+
+/// Whether listeners demand authentication (`--auth`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum AuthMode {
+    /// Anyone who reaches a port may connect (the default, refused off loopback unless
+    /// `allow_anonymous_remote`).
+    None,
+    /// Every listener demands a login: Kafka SASL, STOMP login/passcode, the forward
+    /// handshake with a user, HTTP basic auth or the token.
+    Required,
+}
+
+/// What an operation on a resource no ACL mentions gets (Kafka's
+/// `allow.everyone.if.no.acl.found`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum NoAclFound {
+    /// Allow when `auth = "none"`, deny when `auth = "required"`.
+    Auto,
+    Allow,
+    Deny,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct SecuritySection {
+    pub auth: AuthMode,
+    /// Users that bypass ACLs (names without `User:`).
+    pub super_users: Vec<String>,
+    /// Allow `auth = "none"` on a listener reachable from other machines.
+    pub allow_anonymous_remote: bool,
+    pub no_acl_found: NoAclFound,
+}
+
+impl Default for SecuritySection {
+    fn default() -> Self {
+        SecuritySection {
+            auth: AuthMode::None,
+            super_users: Vec::new(),
+            allow_anonymous_remote: false,
+            no_acl_found: NoAclFound::Auto,
+        }
+    }
+}
+
+impl SecuritySection {
+    /// The core's view of these settings.
+    pub(crate) fn core_config(&self) -> nagare_core::security::SecurityConfig {
+        nagare_core::security::SecurityConfig {
+            auth_required: self.auth == AuthMode::Required,
+            super_users: self
+                .super_users
+                .iter()
+                .map(|u| u.trim().trim_start_matches("User:").to_string())
+                .filter(|u| !u.is_empty())
+                .collect(),
+            allow_if_no_acl: match self.no_acl_found {
+                NoAclFound::Auto => None,
+                NoAclFound::Allow => Some(true),
+                NoAclFound::Deny => Some(false),
+            },
+        }
+    }
 }
 
 /// Connection limits (Kafka's `max.connections` and `max.connections.per.ip`): a
@@ -142,6 +209,7 @@ impl Default for Settings {
             forward: Default::default(),
             http: Default::default(),
             listeners: Default::default(),
+            security: Default::default(),
         }
     }
 }
@@ -216,6 +284,18 @@ impl Settings {
             ("forward", self.forward.listen),
             ("http", self.http.listen),
         ];
+        if self.security.auth == AuthMode::None && !self.security.allow_anonymous_remote {
+            for (name, addr) in &listeners {
+                if !addr.ip().is_loopback() {
+                    bail!(
+                        "the {name} listener would bind {addr}, reachable from other machines, \
+                         with authentication off (--auth none): anyone who reaches it could read \
+                         and write everything. Turn authentication on (--auth required, users \
+                         from `nagare user add`), or pass --allow-anonymous-remote to accept that"
+                    );
+                }
+            }
+        }
         for (i, (a, addr_a)) in listeners.iter().enumerate() {
             for (b, addr_b) in &listeners[i + 1..] {
                 if addr_a.port() != 0 && addr_a == addr_b {
@@ -247,6 +327,15 @@ impl Settings {
         }
         if let Some(v) = &a.log {
             self.log = v.clone();
+        }
+        if let Some(v) = a.auth {
+            self.security.auth = v;
+        }
+        if let Some(v) = &a.super_users {
+            self.security.super_users = v.clone();
+        }
+        if a.allow_anonymous_remote {
+            self.security.allow_anonymous_remote = true;
         }
     }
 
@@ -359,7 +448,21 @@ fn walk(
         let var = env_name(name, key);
         match value {
             toml::Value::Table(_) => walk(value, &var, vars, known)?,
-            toml::Value::Array(_) => {}
+            toml::Value::Array(items) => {
+                // Lists of names (super users) read as comma-separated values; lists of
+                // tables ([[forward.route]]) are the file's alone.
+                if items.iter().all(toml::Value::is_str) {
+                    if let Some(raw) = vars.get(&var) {
+                        *items = raw
+                            .split(',')
+                            .map(str::trim)
+                            .filter(|v| !v.is_empty())
+                            .map(|v| toml::Value::String(v.to_string()))
+                            .collect();
+                    }
+                    known.push(var);
+                }
+            }
             leaf => {
                 if let Some(raw) = vars.get(&var) {
                     *leaf = parse_like(leaf, raw)
@@ -432,6 +535,52 @@ mod tests {
         assert_eq!(s.kafka.listen.to_string(), "127.0.0.1:3");
         assert_eq!(s.stomp.listen.to_string(), "127.0.0.1:2");
         assert_eq!(s.forward.listen.to_string(), "127.0.0.1:24224");
+    }
+
+    #[test]
+    fn security_from_file_env_and_flags() {
+        let env = [
+            ("NAGARE_SECURITY_AUTH", "required"),
+            ("NAGARE_SECURITY_SUPER_USERS", "alice, User:bob"),
+        ];
+        let s = load_with(None, &env, ServeArgs::default());
+        assert_eq!(s.security.auth, AuthMode::Required);
+        let core = s.security.core_config();
+        assert!(core.auth_required);
+        assert_eq!(core.super_users, ["alice", "bob"]);
+        assert!(!core.allow_if_no_acl());
+        let file = "[security]\nno_acl_found = \"allow\"\n";
+        let args = ServeArgs {
+            auth: Some(AuthMode::Required),
+            super_users: Some(vec!["carol".into()]),
+            ..Default::default()
+        };
+        let s = load_with(Some(file), &[], args);
+        assert_eq!(s.security.super_users, ["carol"]);
+        assert!(s.security.core_config().allow_if_no_acl());
+    }
+
+    #[test]
+    fn anonymous_off_loopback_is_refused_unless_allowed() {
+        let args = ServeArgs {
+            stomp_listen: Some("0.0.0.0:0".parse().unwrap()),
+            ..Default::default()
+        };
+        let s = load_with(None, &[], args);
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.contains("--allow-anonymous-remote"), "{err}");
+        let args = ServeArgs {
+            stomp_listen: Some("0.0.0.0:0".parse().unwrap()),
+            allow_anonymous_remote: true,
+            ..Default::default()
+        };
+        load_with(None, &[], args).validate().unwrap();
+        let args = ServeArgs {
+            stomp_listen: Some("0.0.0.0:0".parse().unwrap()),
+            auth: Some(AuthMode::Required),
+            ..Default::default()
+        };
+        load_with(None, &[], args).validate().unwrap();
     }
 
     #[test]

@@ -58,8 +58,8 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
     // whole broker; the front ends receive them opened.
     let group_config = settings.kafka.protocol.group_config();
     let core_broker = broker.clone();
-    let security_config = nagare_core::security::SecurityConfig::default();
-    let http_auth_required = security_config.auth_required;
+    let security_config = settings.security.core_config();
+    let auth_required = security_config.auth_required;
     let (core, core_tasks) = tokio::task::spawn_blocking(move || {
         Subsystems::open(&core_broker, group_config, security_config)
     })
@@ -103,7 +103,7 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         name,
         limits: limits.clone(),
         grace,
-        auth_required: false,
+        auth_required,
     };
 
     let mut kafka_config = settings.kafka.protocol.clone();
@@ -176,7 +176,7 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
                 metrics,
                 crate::http_auth::HttpAuth {
                     security: core.security.clone(),
-                    required: http_auth_required,
+                    required: auth_required,
                     token: (!settings.http.token.is_empty())
                         .then(|| settings.http.token.as_str().into()),
                     protect_metrics: settings.http.metrics_auth,
@@ -193,6 +193,14 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
             Ok(())
         }
     });
+    if auth_required {
+        tracing::info!(
+            super_users = ?settings.security.super_users,
+            "authentication required on every listener"
+        );
+    } else {
+        tracing::info!("authentication off (--auth none): anonymous clients may connect");
+    }
     tracing::info!("nagare {} ready", env!("CARGO_PKG_VERSION"));
 
     let mut failed = None;
