@@ -91,6 +91,11 @@ impl AdminClient {
         Ok(check(self.request("POST", path).send_json(body))?.into_json()?)
     }
 
+    /// DELETE answered with a body.
+    pub(crate) fn delete_json<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        Ok(check(self.request("DELETE", path).call())?.into_json()?)
+    }
+
     pub(crate) fn delete(&self, path: &str) -> anyhow::Result<()> {
         check(self.request("DELETE", path).call()).map(drop)
     }

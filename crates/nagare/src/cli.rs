@@ -19,6 +19,8 @@ pub(crate) enum Command {
     Topic(crate::topic_cmd::TopicArgs),
     /// Add, list and delete users (offline with --data-dir, else the HTTP admin API).
     User(crate::user_cmd::UserArgs),
+    /// Add, list and delete ACLs of a running broker (HTTP admin API).
+    Acl(crate::acl_cmd::AclArgs),
     /// Produce lines of standard input to a topic of a running broker (Kafka protocol).
     Produce(crate::client_cmds::ProduceArgs),
     /// Print the records of a topic of a running broker (Kafka protocol).

@@ -51,6 +51,12 @@ pub(crate) fn app(broker: Arc<Broker>, metrics: PrometheusHandle, auth: HttpAuth
             get(crate::http_users::list).post(crate::http_users::add),
         )
         .route("/users/:name", delete(crate::http_users::delete))
+        .route(
+            "/acls",
+            get(crate::http_acls::list)
+                .post(crate::http_acls::add)
+                .delete(crate::http_acls::delete),
+        )
         .layer(axum::middleware::from_fn_with_state(
             Arc::new(auth),
             crate::http_auth::authenticate,

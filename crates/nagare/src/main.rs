@@ -1,6 +1,8 @@
 //! The `nagare` command: `serve` runs the broker; `topic`, `produce`, `consume` talk to a
 //! running one; `bench` runs load generators against nagare or a peer broker.
 
+mod acl_cmd;
+mod acl_names;
 mod admin_client;
 mod admin_tls;
 mod bench;
@@ -9,6 +11,7 @@ mod client_cmds;
 mod config;
 mod config_check;
 mod http;
+mod http_acls;
 mod http_auth;
 mod http_users;
 mod serve;
@@ -37,6 +40,7 @@ fn run() -> anyhow::Result<()> {
         cli::Command::Serve(args) => serve::run(args),
         cli::Command::Topic(args) => topic_cmd::run(args),
         cli::Command::User(args) => user_cmd::run(args),
+        cli::Command::Acl(args) => acl_cmd::run(args),
         cli::Command::Produce(args) => client_cmds::produce(args),
         cli::Command::Consume(args) => client_cmds::consume(args),
         cli::Command::Bench(args) => bench::run(args),

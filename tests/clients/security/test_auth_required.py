@@ -47,9 +47,8 @@ def test_remote_bind_without_auth_is_refused_unless_allowed(tmp_path):
     r = subprocess.run(args, capture_output=True, text=True, timeout=30)
     assert r.returncode != 0
     assert "--allow-anonymous-remote" in r.stderr and "0.0.0.0" in r.stderr, r.stderr
-    n = Nagare(tmp_path / "d2", ["--kafka-listen", "0.0.0.0:0", "--allow-anonymous-remote"])
-    # The fixture's own --kafka-listen comes first; the later flag wins.
-    n.start()
+    n = Nagare(tmp_path / "d2", ["--allow-anonymous-remote"])
+    n.start(ports={"kafka": "0.0.0.0:0"})
     try:
         assert n.alive()
     finally:
