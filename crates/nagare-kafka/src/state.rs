@@ -79,8 +79,22 @@ fn advertised(advertise: Option<&str>, local: Option<std::net::SocketAddr>) -> (
         }
     }
     match local {
+        // A wildcard bind is no address a client can use: give the machine's name, as
+        // Kafka gives its canonical host name.
+        Some(addr) if addr.ip().is_unspecified() => (host_name(), addr.port() as i32),
         Some(addr) => (addr.ip().to_string(), addr.port() as i32),
         None => ("127.0.0.1".to_string(), 9092),
+    }
+}
+
+/// This machine's host name (`uname -n`), or `localhost` if it has none.
+fn host_name() -> String {
+    let uname = rustix::system::uname();
+    let name = uname.nodename().to_string_lossy();
+    if name.is_empty() {
+        "localhost".to_string()
+    } else {
+        name.into_owned()
     }
 }
 
@@ -97,5 +111,8 @@ mod tests {
         assert_eq!(advertised(Some("[::1]:9"), None), ("::1".into(), 9));
         let local = "127.0.0.1:7".parse().ok();
         assert_eq!(advertised(None, local), ("127.0.0.1".into(), 7));
+        let wildcard = "0.0.0.0:8".parse().ok();
+        let (host, port) = advertised(None, wildcard);
+        assert!(!host.is_empty() && host != "0.0.0.0" && port == 8, "{host}");
     }
 }

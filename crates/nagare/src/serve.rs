@@ -106,10 +106,9 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         auth_required,
     };
 
-    let mut kafka_config = settings.kafka.protocol.clone();
-    if kafka_config.advertise.is_none() {
-        kafka_config.advertise = Some(bound[0].1.to_string());
-    }
+    // Without `advertise`, clients are told the bound address (the machine's name for a
+    // wildcard bind).
+    let kafka_config = settings.kafka.protocol.clone();
     let kafka_state = Arc::new(nagare_kafka::KafkaState::new(
         broker.clone(),
         &core,
