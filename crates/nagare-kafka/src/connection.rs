@@ -62,7 +62,7 @@ pub(crate) async fn run(
     let mut lease: Option<Lease> = None;
     loop {
         // Start every complete request in the buffer that memory is granted for.
-        while inflight.len() < MAX_PIPELINE {
+        while inflight.len() < MAX_PIPELINE && !session.closing() {
             let size = match codec::peek_frame_size(&inbuf, limit) {
                 Ok(Some(size)) => size,
                 Ok(None) => break,
@@ -104,6 +104,9 @@ pub(crate) async fn run(
         // answered in a later write.
         if !out.is_empty() {
             out.flush(&mut stream).await?;
+        }
+        if session.closing() && inflight.is_empty() {
+            return Ok(());
         }
         let front = codec::peek_frame_size(&inbuf, limit).ok().flatten();
         let need = match front {

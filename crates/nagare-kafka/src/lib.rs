@@ -16,6 +16,7 @@ mod handlers;
 mod memory_pool;
 mod output;
 mod rejected;
+mod sasl;
 mod session;
 mod state;
 

@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use nagare_core::security::{AclCache, Operation, Principal, ResourceType, Security};
 use parking_lot::Mutex;
 
+use crate::sasl::SaslStage;
+
 /// One connection's identity and authorization state.
 #[allow(dead_code)]
 pub(crate) struct Session {
@@ -23,6 +25,10 @@ pub(crate) struct Session {
     authenticated: AtomicBool,
     acl: Mutex<AclCache>,
     security: Security,
+    /// Where the SASL exchange is.
+    sasl: Mutex<SaslStage>,
+    /// Close once the answers queued so far are written (a failed login).
+    closing: AtomicBool,
 }
 
 // The SASL and ACL handlers are the users of what is not called yet.
@@ -45,7 +51,27 @@ impl Session {
                 peer.ip(),
             )),
             security: security.clone(),
+            sasl: Mutex::new(SaslStage::Start),
+            closing: AtomicBool::new(false),
         }
+    }
+
+    /// Takes the SASL stage out (leaving [`SaslStage::Over`]) for a handler to move along.
+    pub(crate) fn take_sasl(&self) -> SaslStage {
+        std::mem::replace(&mut *self.sasl.lock(), SaslStage::Over)
+    }
+
+    pub(crate) fn set_sasl(&self, stage: SaslStage) {
+        *self.sasl.lock() = stage;
+    }
+
+    /// The connection closes after the answers queued so far.
+    pub(crate) fn close_after_reply(&self) {
+        self.closing.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
     }
 
     pub(crate) fn security(&self) -> &Security {

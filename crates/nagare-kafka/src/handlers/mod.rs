@@ -14,6 +14,7 @@ use crate::codec::{self, ParsedRequest, RequestError};
 use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
+pub(crate) mod alter_user_scram_credentials;
 pub(crate) mod api_versions;
 pub(crate) mod create_partitions;
 pub(crate) mod create_topics;
@@ -22,6 +23,7 @@ pub(crate) mod delete_topics;
 pub(crate) mod describe_cluster;
 pub(crate) mod describe_configs;
 pub(crate) mod describe_groups;
+pub(crate) mod describe_user_scram_credentials;
 pub(crate) mod fetch;
 pub(crate) mod find_coordinator;
 pub(crate) mod heartbeat;
@@ -36,6 +38,8 @@ pub(crate) mod offset_delete;
 pub(crate) mod offset_fetch;
 pub(crate) mod offset_for_leader_epoch;
 pub(crate) mod produce;
+pub(crate) mod sasl_authenticate;
+pub(crate) mod sasl_handshake;
 pub(crate) mod sync_group;
 
 /// What a handler returns: the reply, or an error that closes the connection.
@@ -87,6 +91,10 @@ pub(crate) static REGISTRY: &[Handler] = &[
     describe_groups::HANDLER,
     delete_groups::HANDLER,
     offset_delete::HANDLER,
+    sasl_handshake::HANDLER,
+    sasl_authenticate::HANDLER,
+    describe_user_scram_credentials::HANDLER,
+    alter_user_scram_credentials::HANDLER,
 ];
 
 /// One slot per API key number: the handler of every implemented key, found with one
