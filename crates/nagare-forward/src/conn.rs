@@ -9,8 +9,8 @@ use std::time::Duration;
 use bytes::{BufMut, BytesMut};
 use nagare_core::security::{Principal, Security};
 use nagare_core::{Broker, Partition};
+use nagare_listener::Stream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::auth::{Handshake, Users};
 use crate::authz::TopicAccess;
@@ -97,7 +97,7 @@ impl Shared {
 }
 
 pub(crate) async fn handle(
-    mut stream: TcpStream,
+    mut stream: Stream,
     shared: Arc<Shared>,
     peer: Peer,
 ) -> Result<u64, ConnError> {

@@ -55,6 +55,8 @@ async fn start_with(config: Config, auth_required: bool) -> Server {
         limits: ConnectionLimits::new(0, 0),
         grace: Duration::from_secs(1),
         auth_required,
+        tls: None,
+        idle_timeout: None,
     };
     tokio::spawn(nagare_listener::run(
         listener,

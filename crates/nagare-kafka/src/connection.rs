@@ -19,8 +19,8 @@ use bytes::{Bytes, BytesMut};
 use futures_util::stream::FuturesOrdered;
 use futures_util::{FutureExt, StreamExt};
 use kafka_protocol::messages::ApiKey;
+use nagare_listener::Stream;
 use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use crate::codec::{self, RequestError};
@@ -47,7 +47,7 @@ struct Answer {
 }
 
 pub(crate) async fn run(
-    mut stream: TcpStream,
+    mut stream: Stream,
     state: Arc<KafkaState>,
     session: Arc<Session>,
     mut shutdown: watch::Receiver<bool>,
@@ -151,7 +151,7 @@ pub(crate) async fn run(
 async fn finish(
     inflight: &mut FuturesOrdered<Pending>,
     out: &mut OutQueue,
-    stream: &mut TcpStream,
+    stream: &mut Stream,
 ) -> Result<(), KafkaError> {
     while let Some(answer) = inflight.next().await {
         if let Err(e) = queue(answer, out) {

@@ -1,6 +1,7 @@
 //! Responses on their way out: in-memory pieces and file ranges, written with as few
 //! system calls as possible (one vectored write for everything in memory, `sendfile(2)`
-//! for file ranges).
+//! for file ranges on plain sockets; on TLS connections file ranges are read and written
+//! through the TLS stream).
 
 use std::io::{self, IoSlice};
 
@@ -8,6 +9,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use nagare_core::log::FileSlice;
 use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
+
+use nagare_listener::Stream;
 
 /// One piece of a response body.
 #[derive(Debug, Clone)]
@@ -105,7 +108,7 @@ impl OutQueue {
 
     /// Writes everything queued: runs of in-memory chunks with vectored writes, file
     /// ranges with sendfile.
-    pub(crate) async fn flush(&mut self, stream: &mut TcpStream) -> io::Result<()> {
+    pub(crate) async fn flush(&mut self, stream: &mut Stream) -> io::Result<()> {
         self.seal_scratch();
         let chunks = std::mem::take(&mut self.chunks);
         self.bytes = 0;
@@ -131,7 +134,7 @@ impl OutQueue {
 }
 
 /// Writes in-memory chunks with as few `writev` calls as the kernel allows.
-async fn write_all_vectored(stream: &mut TcpStream, chunks: &[Chunk]) -> io::Result<()> {
+async fn write_all_vectored(stream: &mut Stream, chunks: &[Chunk]) -> io::Result<()> {
     let mut bufs: Vec<&[u8]> = chunks
         .iter()
         .filter_map(|c| match c {
@@ -171,14 +174,24 @@ async fn write_all_vectored(stream: &mut TcpStream, chunks: &[Chunk]) -> io::Res
 /// handle that would race with the async writes of the response headers. The file side
 /// reads from the page cache; a read from disk blocks this worker briefly, as Kafka's
 /// network threads do.
-async fn send_file(stream: &mut TcpStream, slice: &FileSlice) -> io::Result<()> {
+async fn send_file(stream: &mut Stream, slice: &FileSlice) -> io::Result<()> {
+    let Some(tcp) = stream.plain_tcp() else {
+        return copy_file(stream, slice).await;
+    };
+    let result = sendfile_all(tcp, slice).await;
+    // The bytes went around the stream's own accounting: tell its idle clock.
+    stream.touch();
+    result
+}
+
+async fn sendfile_all(stream: &TcpStream, slice: &FileSlice) -> io::Result<()> {
     let mut offset = slice.position;
     let end = slice.position + slice.len as u64;
     while offset < end {
         stream.writable().await?;
         let want = (end - offset).min(1 << 30) as usize;
         let result = stream.try_io(Interest::WRITABLE, || {
-            rustix::fs::sendfile(&*stream, &*slice.file, Some(&mut offset), want)
+            rustix::fs::sendfile(stream, &*slice.file, Some(&mut offset), want)
                 .map_err(io::Error::from)
         });
         match result {
@@ -194,6 +207,31 @@ async fn send_file(stream: &mut TcpStream, slice: &FileSlice) -> io::Result<()> 
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(e),
         }
+    }
+    Ok(())
+}
+
+/// The path for TLS connections, where the kernel cannot encrypt (no kernel TLS): the
+/// file range is read through a bounded buffer and written through the TLS stream. The
+/// reads come from the page cache like sendfile's, on this worker, as Kafka's network
+/// threads do.
+async fn copy_file(stream: &mut Stream, slice: &FileSlice) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    const CHUNK: usize = 256 * 1024;
+    let mut buf = vec![0u8; CHUNK.min(slice.len as usize)];
+    let mut offset = slice.position;
+    let end = slice.position + slice.len as u64;
+    while offset < end {
+        let want = ((end - offset) as usize).min(buf.len());
+        let n = slice.file.read_at(&mut buf[..want], offset)?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "segment file shrank during a fetch",
+            ));
+        }
+        stream.write_all(&buf[..n]).await?;
+        offset += n as u64;
     }
     Ok(())
 }

@@ -2,14 +2,16 @@
 
 use std::net::SocketAddr;
 
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 pub use nagare_core::security::Principal;
 
+use crate::stream::Stream;
+
 /// One accepted connection, counted against the limits until it is dropped.
 pub struct Connection {
-    pub stream: TcpStream,
+    /// Plain TCP or TLS; the handshake is already done.
+    pub stream: Stream,
     pub peer: SocketAddr,
     /// The listener's name (`kafka`, `stomp`, `forward`), as in logs and metrics.
     pub listener: &'static str,

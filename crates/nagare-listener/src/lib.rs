@@ -5,13 +5,18 @@
 //! listener like Kafka's `max.connections` and `max.connections.per.ip`), the tracking of
 //! live connections (metrics), and graceful shutdown (stop accepting, let connections
 //! finish for a bounded time, then abort them). A front end only says how to handle one
-//! [`Connection`]. TLS and authentication plug in here, once, by filling in the
-//! connection's stream and [`Principal`] before the front end sees it.
+//! [`Connection`]. TLS plugs in here, once ([`TlsContext`]): the handshake, a client
+//! certificate's [`Principal`], and an idle timeout happen before the front end sees the
+//! connection's [`Stream`].
 
 mod connection;
 mod limits;
 mod serve;
+mod stream;
+mod tls;
 
 pub use connection::{Connection, Principal};
 pub use limits::{ConnectionLimits, Permit, Rejection};
 pub use serve::{run, ListenerOptions};
+pub use stream::{ReadHalf, Stream, WriteHalf};
+pub use tls::{ClientAuth, TlsContext, TlsError, TlsFiles};

@@ -10,6 +10,8 @@ use tokio::task::JoinSet;
 
 use crate::connection::{Connection, Principal};
 use crate::limits::{ConnectionLimits, Permit};
+use crate::stream::{Activity, Stream};
+use crate::tls::{principal_of, TlsContext};
 
 /// How one listener runs.
 #[derive(Clone)]
@@ -22,7 +24,16 @@ pub struct ListenerOptions {
     pub grace: Duration,
     /// Connections must authenticate (see [`Connection::auth_required`]).
     pub auth_required: bool,
+    /// TLS on this listener: every connection's handshake happens here, before the front
+    /// end sees a byte.
+    pub tls: Option<Arc<TlsContext>>,
+    /// Close a connection that moved no byte either way for this long (Kafka's
+    /// `connections.max.idle.ms`); `None`: never.
+    pub idle_timeout: Option<Duration>,
 }
+
+/// How long a client may take over its TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Pause after a failed accept (out of descriptors and the like) instead of spinning.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
@@ -37,10 +48,11 @@ pub async fn run<H, F>(
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()>
 where
-    H: Fn(Connection) -> F,
+    H: Fn(Connection) -> F + Send + Sync + 'static,
     F: Future<Output = ()> + Send + 'static,
 {
     let name = options.name;
+    let handle = Arc::new(handle);
     let mut live = JoinSet::new();
     // What each connection watches; `shutdown` itself is borrowed by the loop's select.
     let conn_shutdown = shutdown.clone();
@@ -70,9 +82,35 @@ where
                         continue;
                     }
                 };
-                let mut conn = accept(stream, peer, name, conn_shutdown.clone());
-                conn.auth_required = options.auth_required;
-                live.spawn(tracked(name, permit, handle(conn)));
+                let handle = handle.clone();
+                let options = options.clone();
+                let shutdown = conn_shutdown.clone();
+                live.spawn(tracked(name, permit, async move {
+                    let activity = Activity::new();
+                    let Some((stream, principal)) = secure(stream, peer, &options, &activity).await else {
+                        return;
+                    };
+                    let conn = Connection {
+                        stream,
+                        peer,
+                        listener: name,
+                        principal,
+                        auth_required: options.auth_required,
+                        shutdown,
+                    };
+                    match options.idle_timeout {
+                        Some(limit) => {
+                            tokio::select! {
+                                _ = handle(conn) => {}
+                                _ = idle(&activity, limit) => {
+                                    tracing::debug!(listener = name, %peer, "closing connection idle for {limit:?}");
+                                    metrics::counter!("nagare_connections_idle_closed_total", "listener" => name).increment(1);
+                                }
+                            }
+                        }
+                        None => handle(conn).await,
+                    }
+                }));
             }
             // Reap finished connections so the set holds only live ones.
             Some(_) = live.join_next(), if !live.is_empty() => {}
@@ -96,23 +134,47 @@ where
     Ok(())
 }
 
-fn accept(
+/// Prepares an accepted socket: TCP_NODELAY, then the TLS handshake when the listener
+/// has TLS. `None` when the handshake failed (logged and counted; the socket is closed).
+async fn secure(
     stream: TcpStream,
     peer: std::net::SocketAddr,
-    listener: &'static str,
-    shutdown: watch::Receiver<bool>,
-) -> Connection {
+    options: &ListenerOptions,
+    activity: &Arc<Activity>,
+) -> Option<(Stream, Principal)> {
+    let listener = options.name;
     // Latency first: every front end batches its own writes.
     if let Err(e) = stream.set_nodelay(true) {
         tracing::debug!(listener, %peer, error = %e, "cannot set TCP_NODELAY");
     }
-    Connection {
-        stream,
-        peer,
-        listener,
-        principal: Principal::Anonymous,
-        auth_required: false,
-        shutdown,
+    let Some(tls) = &options.tls else {
+        return Some((
+            Stream::plain(stream, activity.clone()),
+            Principal::Anonymous,
+        ));
+    };
+    let accepted = tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.acceptor().accept(stream)).await;
+    let failure = match accepted {
+        Ok(Ok(tls_stream)) => {
+            let principal = principal_of(tls_stream.get_ref().1.peer_certificates());
+            return Some((Stream::tls(tls_stream, activity.clone()), principal));
+        }
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => format!("no handshake within {HANDSHAKE_TIMEOUT:?}"),
+    };
+    metrics::counter!("nagare_tls_handshake_failures_total", "listener" => listener).increment(1);
+    tracing::info!(listener, %peer, error = %failure, "TLS handshake failed; connection closed");
+    None
+}
+
+/// Resolves once the connection has been idle for `limit`.
+async fn idle(activity: &Activity, limit: Duration) {
+    loop {
+        let quiet = activity.idle_for();
+        if quiet >= limit {
+            return;
+        }
+        tokio::time::sleep(limit - quiet + Duration::from_millis(10)).await;
     }
 }
 

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use nagare_listener::Stream;
 use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -25,7 +25,7 @@ const READ_SIZE: usize = 64 * 1024;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub(crate) async fn handle(
-    stream: TcpStream,
+    stream: Stream,
     shared: Arc<Shared>,
     access: Access,
     mut stopping: watch::Receiver<bool>,

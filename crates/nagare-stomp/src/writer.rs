@@ -21,6 +21,8 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use nagare_core::queues::{ConsumerId, Queue};
+use nagare_listener::WriteHalf;
+use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
@@ -42,11 +44,21 @@ pub(crate) enum Out {
 
 /// The socket, shared by the writer task and the fast path.
 struct Socket {
-    sock: OwnedWriteHalf,
+    sock: Sink,
     /// Held by whoever writes; the writer task holds it across its whole write.
     lock: tokio::sync::Mutex<()>,
     /// Items sent to the channel and not yet written: the fast path must not overtake them.
     queued: AtomicUsize,
+}
+
+/// Where the bytes go.
+enum Sink {
+    /// A plain socket: non-blocking writes straight from a shared reference, so the fast
+    /// path can write from the task that produced a frame.
+    Plain(OwnedWriteHalf),
+    /// TLS: one writer at a time through the session; no fast path (the writer task
+    /// writes everything).
+    Tls(tokio::sync::Mutex<WriteHalf>),
 }
 
 impl Socket {
@@ -60,6 +72,9 @@ impl Socket {
         tx: &mpsc::UnboundedSender<Out>,
         rest: impl FnOnce(Bytes) -> Out,
     ) -> Result<(), Bytes> {
+        let Sink::Plain(sock) = &self.sock else {
+            return Err(bytes);
+        };
         let Ok(_guard) = self.lock.try_lock() else {
             return Err(bytes);
         };
@@ -69,7 +84,7 @@ impl Socket {
         let total = bytes.len();
         let mut left = bytes;
         while !left.is_empty() {
-            match self.sock.try_write(&left) {
+            match sock.try_write(&left) {
                 Ok(n) if n > 0 => left.advance(n),
                 _ => break,
             }
@@ -88,9 +103,17 @@ impl Socket {
     }
 
     async fn write_all(&self, mut buf: &[u8]) -> std::io::Result<()> {
+        let sock = match &self.sock {
+            Sink::Plain(sock) => sock,
+            Sink::Tls(tls) => {
+                let mut tls = tls.lock().await;
+                tls.write_all(buf).await?;
+                return tls.flush().await;
+            }
+        };
         while !buf.is_empty() {
-            self.sock.writable().await?;
-            match self.sock.try_write(buf) {
+            sock.writable().await?;
+            match sock.try_write(buf) {
                 Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
                 Ok(n) => buf = &buf[n..],
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -277,7 +300,7 @@ impl ConnOut {
 /// Starts the writer task; `dead` turns true when it stops (socket error or Close).
 pub(crate) fn spawn(
     id: u64,
-    socket: OwnedWriteHalf,
+    socket: WriteHalf,
     budget_bytes: usize,
     global: GlobalBudget,
 ) -> (ConnOut, watch::Receiver<bool>, watch::Sender<u64>) {
@@ -287,7 +310,10 @@ pub(crate) fn spawn(
     let (dead_tx, dead_rx) = watch::channel(false);
     let (hb_tx, hb_rx) = watch::channel(0u64);
     let socket = Arc::new(Socket {
-        sock: socket,
+        sock: match socket {
+            WriteHalf::Plain(w) => Sink::Plain(w),
+            WriteHalf::Tls(w) => Sink::Tls(tokio::sync::Mutex::new(WriteHalf::Tls(w))),
+        },
         lock: tokio::sync::Mutex::new(()),
         queued: AtomicUsize::new(0),
     });
@@ -414,7 +440,15 @@ async fn run(
             break;
         }
         if closing {
-            let _ = rustix::net::shutdown(socket.sock.as_ref(), rustix::net::Shutdown::Write);
+            match &socket.sock {
+                Sink::Plain(sock) => {
+                    let _ = rustix::net::shutdown(sock.as_ref(), rustix::net::Shutdown::Write);
+                }
+                Sink::Tls(tls) => {
+                    // close_notify, then the socket's write side.
+                    let _ = tls.lock().await.shutdown().await;
+                }
+            }
             break;
         }
     }
@@ -467,7 +501,7 @@ mod tests {
             .await
             .expect("connect");
         let (server, _) = listener.accept().await.expect("accept");
-        let (_, wr) = server.into_split();
+        let (_, wr) = nagare_listener::Stream::from_tcp(server).into_split();
         let (out, dead, hb) = spawn(7, wr, budget, GlobalBudget::new(budget));
         (out, dead, hb, peer)
     }

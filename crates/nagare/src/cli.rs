@@ -27,6 +27,8 @@ pub(crate) enum Command {
     Consume(crate::client_cmds::ConsumeArgs),
     /// Load generators: Kafka produce/consume, STOMP RPC, forward; against nagare or a peer.
     Bench(crate::bench::BenchArgs),
+    /// TLS helpers: `nagare tls self-signed` writes a development CA and certificates.
+    Tls(crate::tls_cmd::TlsArgs),
     /// Print the full default configuration as TOML.
     DefaultConfig,
 }
@@ -75,6 +77,13 @@ pub(crate) struct ServeArgs {
     /// off (refused by default) [env: NAGARE_SECURITY_ALLOW_ANONYMOUS_REMOTE]
     #[arg(long)]
     pub allow_anonymous_remote: bool,
+    /// PEM certificate chain: with --tls-key, every listener speaks TLS (Kafka SSL /
+    /// SASL_SSL, STOMP, forward, HTTPS) [env: NAGARE_TLS_CERT]
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert [env: NAGARE_TLS_KEY]
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
     /// Write the port each listener bound to this file as `name=addr` lines once all
     /// are up (useful with port 0 in tests).
     #[arg(long, value_name = "FILE")]

@@ -32,6 +32,76 @@ pub(crate) struct Settings {
     pub listeners: ListenersSection,
     /// Authentication and authorization over every listener.
     pub security: SecuritySection,
+    /// TLS for every listener, once a certificate and key are given.
+    pub tls: TlsSection,
+}
+
+/// The server's certificate (`--tls-cert`/`--tls-key`); with both set, every listener
+/// speaks TLS unless an extra listener says `tls = false`. Empty paths: TLS off.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct TlsSection {
+    /// PEM certificate chain, leaf first.
+    pub cert: String,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: String,
+    /// PEM CA certificates that sign client certificates; a verified client certificate
+    /// logs the connection in as `User:<common name>`.
+    pub client_ca: String,
+    /// `none`, `requested` or `required` (Kafka's `ssl.client.auth`); empty: `requested`
+    /// when `client_ca` is set, else `none`.
+    pub client_auth: String,
+}
+
+impl TlsSection {
+    pub(crate) fn enabled(&self) -> bool {
+        !self.cert.is_empty() || !self.key.is_empty()
+    }
+
+    /// The listener layer's view, `None` when TLS is off.
+    pub(crate) fn files(&self) -> anyhow::Result<Option<nagare_listener::TlsFiles>> {
+        use nagare_listener::ClientAuth;
+        if !self.enabled() {
+            return Ok(None);
+        }
+        if self.cert.is_empty() || self.key.is_empty() {
+            bail!("TLS needs both a certificate and a key (--tls-cert FILE --tls-key FILE)");
+        }
+        let client_ca = (!self.client_ca.is_empty()).then(|| PathBuf::from(&self.client_ca));
+        let client_auth = match self.client_auth.as_str() {
+            "" if client_ca.is_some() => ClientAuth::Requested,
+            "" | "none" => ClientAuth::None,
+            "requested" => ClientAuth::Requested,
+            "required" => ClientAuth::Required,
+            other => bail!(
+                "invalid [tls] client_auth {other:?}: expected \"none\", \"requested\" or \"required\""
+            ),
+        };
+        Ok(Some(nagare_listener::TlsFiles {
+            cert: PathBuf::from(&self.cert),
+            key: PathBuf::from(&self.key),
+            client_ca,
+            client_auth,
+        }))
+    }
+}
+
+/// One more listener of a protocol beside its main `listen` address, with its own TLS
+/// and authentication (like one entry of Kafka's `listeners`), e.g. a TLS + SASL listener
+/// for other machines next to a plain one on loopback.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ExtraListener {
+    pub listen: SocketAddr,
+    /// Speak TLS (with the [tls] certificate); default: as the main listeners.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<bool>,
+    /// Demand authentication; default: [security] auth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthMode>,
+    /// Kafka only: `host:port` given in metadata to clients that connected here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advertise: Option<String>,
 }
 
 /// Whether listeners demand authentication (`--auth`).
@@ -108,6 +178,14 @@ pub(crate) struct ListenersSection {
     pub max_connections_per_ip: usize,
     /// After SIGTERM, how long connections may take to finish before they are closed.
     pub shutdown_grace_ms: u64,
+    /// Close a Kafka connection that sent nothing for this long (Kafka's
+    /// `connections.max.idle.ms`); 0: never.
+    pub kafka_idle_ms: u64,
+    /// The same for STOMP (heart-beats keep a quiet client alive); 0: never, the default:
+    /// a subscriber may rightly stay silent.
+    pub stomp_idle_ms: u64,
+    /// The same for HTTP admin connections; 0: never.
+    pub http_idle_ms: u64,
 }
 
 impl Default for ListenersSection {
@@ -116,6 +194,9 @@ impl Default for ListenersSection {
             max_connections: 100_000,
             max_connections_per_ip: 10_000,
             shutdown_grace_ms: 2_000,
+            kafka_idle_ms: 600_000,
+            stomp_idle_ms: 0,
+            http_idle_ms: 60_000,
         }
     }
 }
@@ -124,6 +205,9 @@ impl Default for ListenersSection {
 #[serde(default)]
 pub(crate) struct KafkaSection {
     pub listen: SocketAddr,
+    /// More listeners beside `listen` (`[[kafka.listeners]]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listeners: Vec<ExtraListener>,
     #[serde(flatten)]
     pub protocol: nagare_kafka::Config,
 }
@@ -132,6 +216,9 @@ pub(crate) struct KafkaSection {
 #[serde(default)]
 pub(crate) struct StompSection {
     pub listen: SocketAddr,
+    /// More listeners beside `listen` (`[[stomp.listeners]]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listeners: Vec<ExtraListener>,
     #[serde(flatten)]
     pub protocol: nagare_stomp::Config,
 }
@@ -140,6 +227,9 @@ pub(crate) struct StompSection {
 #[serde(default)]
 pub(crate) struct ForwardSection {
     pub listen: SocketAddr,
+    /// More listeners beside `listen` (`[[forward.listeners]]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listeners: Vec<ExtraListener>,
     #[serde(flatten)]
     pub protocol: nagare_forward::Config,
 }
@@ -148,6 +238,9 @@ pub(crate) struct ForwardSection {
 #[serde(default, deny_unknown_fields)]
 pub(crate) struct HttpSection {
     pub listen: SocketAddr,
+    /// More listeners beside `listen` (`[[http.listeners]]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listeners: Vec<ExtraListener>,
     /// A bearer token granting every right on the admin API when authentication is
     /// required (`Authorization: Bearer TOKEN`); empty: only users can log in.
     pub token: String,
@@ -159,6 +252,7 @@ pub(crate) struct HttpSection {
 impl Default for KafkaSection {
     fn default() -> Self {
         KafkaSection {
+            listeners: Vec::new(),
             listen: ([127, 0, 0, 1], 9092).into(),
             protocol: Default::default(),
         }
@@ -168,6 +262,7 @@ impl Default for KafkaSection {
 impl Default for StompSection {
     fn default() -> Self {
         StompSection {
+            listeners: Vec::new(),
             listen: ([127, 0, 0, 1], 61613).into(),
             protocol: Default::default(),
         }
@@ -177,6 +272,7 @@ impl Default for StompSection {
 impl Default for ForwardSection {
     fn default() -> Self {
         ForwardSection {
+            listeners: Vec::new(),
             listen: ([127, 0, 0, 1], 24224).into(),
             protocol: Default::default(),
         }
@@ -186,6 +282,7 @@ impl Default for ForwardSection {
 impl Default for HttpSection {
     fn default() -> Self {
         HttpSection {
+            listeners: Vec::new(),
             listen: ([127, 0, 0, 1], 9644).into(),
             token: String::new(),
             metrics_auth: true,
@@ -210,6 +307,7 @@ impl Default for Settings {
             http: Default::default(),
             listeners: Default::default(),
             security: Default::default(),
+            tls: Default::default(),
         }
     }
 }
@@ -241,14 +339,23 @@ impl Settings {
             };
             let mut table = table.clone();
             table.remove("listen");
+            table.remove("listeners");
             let table = toml::Value::Table(table);
             match section {
-                "kafka" => drop(strict::<nagare_kafka::Config>(table, section, &["listen"])?),
-                "stomp" => drop(strict::<nagare_stomp::Config>(table, section, &["listen"])?),
+                "kafka" => drop(strict::<nagare_kafka::Config>(
+                    table,
+                    section,
+                    &["listen", "listeners"],
+                )?),
+                "stomp" => drop(strict::<nagare_stomp::Config>(
+                    table,
+                    section,
+                    &["listen", "listeners"],
+                )?),
                 _ => drop(strict::<nagare_forward::Config>(
                     table,
                     section,
-                    &["listen"],
+                    &["listen", "listeners"],
                 )?),
             }
         }
@@ -278,15 +385,32 @@ impl Settings {
                 );
             }
         }
-        let listeners = [
-            ("kafka", self.kafka.listen),
-            ("stomp", self.stomp.listen),
-            ("forward", self.forward.listen),
-            ("http", self.http.listen),
+        self.tls.files()?;
+        let mut listeners = vec![
+            ("kafka", self.kafka.listen, self.security.auth),
+            ("stomp", self.stomp.listen, self.security.auth),
+            ("forward", self.forward.listen, self.security.auth),
+            ("http", self.http.listen, self.security.auth),
         ];
-        if self.security.auth == AuthMode::None && !self.security.allow_anonymous_remote {
-            for (name, addr) in &listeners {
-                if !addr.ip().is_loopback() {
+        for (name, extra) in self.extra_listeners() {
+            if extra.advertise.is_some() && name != "kafka" {
+                bail!(
+                    "[[{name}.listeners]] {}: `advertise` is for Kafka listeners only",
+                    extra.listen
+                );
+            }
+            if extra.tls == Some(true) && !self.tls.enabled() {
+                bail!(
+                    "[[{name}.listeners]] {} asks for TLS but no certificate is set \
+                     (--tls-cert FILE --tls-key FILE, or [tls] cert and key)",
+                    extra.listen
+                );
+            }
+            listeners.push((name, extra.listen, extra.auth.unwrap_or(self.security.auth)));
+        }
+        if !self.security.allow_anonymous_remote {
+            for (name, addr, auth) in &listeners {
+                if *auth == AuthMode::None && !addr.ip().is_loopback() {
                     bail!(
                         "the {name} listener would bind {addr}, reachable from other machines, \
                          with authentication off (--auth none): anyone who reaches it could read \
@@ -296,14 +420,25 @@ impl Settings {
                 }
             }
         }
-        for (i, (a, addr_a)) in listeners.iter().enumerate() {
-            for (b, addr_b) in &listeners[i + 1..] {
+        for (i, (a, addr_a, _)) in listeners.iter().enumerate() {
+            for (b, addr_b, _) in &listeners[i + 1..] {
                 if addr_a.port() != 0 && addr_a == addr_b {
                     bail!("[{a}] and [{b}] both listen on {addr_a}; give each its own address");
                 }
             }
         }
         Ok(())
+    }
+
+    /// Every `[[PROTOCOL.listeners]]` entry with its protocol's name.
+    pub(crate) fn extra_listeners(&self) -> impl Iterator<Item = (&'static str, &ExtraListener)> {
+        self.kafka
+            .listeners
+            .iter()
+            .map(|l| ("kafka", l))
+            .chain(self.stomp.listeners.iter().map(|l| ("stomp", l)))
+            .chain(self.forward.listeners.iter().map(|l| ("forward", l)))
+            .chain(self.http.listeners.iter().map(|l| ("http", l)))
     }
 
     fn apply_flags(&mut self, a: &ServeArgs) {
@@ -336,6 +471,12 @@ impl Settings {
         }
         if a.allow_anonymous_remote {
             self.security.allow_anonymous_remote = true;
+        }
+        if let Some(v) = &a.tls_cert {
+            self.tls.cert = v.display().to_string();
+        }
+        if let Some(v) = &a.tls_key {
+            self.tls.key = v.display().to_string();
         }
     }
 

@@ -4,20 +4,20 @@
 //! `nagare user`. Authentication and the ACL checks of each route: `http_auth.rs`.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::extract::ConnectInfo;
 use axum::extract::{FromRef, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get};
 use axum::{Extension, Json, Router};
+use hyper::body::Incoming;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use nagare_core::security::{Operation, ResourceType, Security};
 use nagare_core::{Broker, CoreError, Topic};
+use nagare_listener::Connection;
 use serde::{Deserialize, Serialize};
-use tokio::net::TcpListener;
-use tokio::sync::watch;
 
 use crate::http_auth::{Caller, HttpAuth};
 
@@ -68,20 +68,35 @@ pub(crate) fn app(broker: Arc<Broker>, metrics: PrometheusHandle, auth: HttpAuth
         })
 }
 
-pub(crate) async fn serve(
-    listener: TcpListener,
-    app: Router,
-    mut stop: watch::Receiver<bool>,
-) -> anyhow::Result<()> {
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
-        let _ = stop.wait_for(|s| *s).await;
-    })
-    .await?;
-    Ok(())
+/// Serves one connection of the HTTP listener (plain or TLS, accepted and counted by the
+/// listener layer) with HTTP/1.1 keep-alive, until the client leaves or the server stops
+/// (then the request in hand is finished first).
+pub(crate) async fn serve_connection(conn: Connection, app: Router) {
+    use tower::ServiceExt;
+    let peer = conn.peer;
+    let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+        // What `http_auth` reads the peer address from, as `axum::serve` would set it.
+        req.extensions_mut().insert(ConnectInfo(peer));
+        app.clone().oneshot(req)
+    });
+    let mut shutdown = conn.shutdown;
+    let http = hyper::server::conn::http1::Builder::new()
+        .serve_connection(hyper_util::rt::TokioIo::new(conn.stream), service);
+    tokio::pin!(http);
+    let served = tokio::select! {
+        served = http.as_mut() => served,
+        _ = stopping(&mut shutdown) => {
+            http.as_mut().graceful_shutdown();
+            http.await
+        }
+    };
+    if let Err(e) = served {
+        tracing::debug!(%peer, error = %e, "http connection closed");
+    }
+}
+
+async fn stopping(shutdown: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|s| *s).await;
 }
 
 async fn render_metrics(State(s): State<AppState>) -> String {

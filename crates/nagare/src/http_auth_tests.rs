@@ -57,7 +57,21 @@ fn server(protect_metrics: bool) -> Server {
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     runtime.spawn(async move {
         let _keep = _stop_tx;
-        crate::http::serve(listener, app, stop).await
+        let options = nagare_listener::ListenerOptions {
+            name: "http",
+            limits: nagare_listener::ConnectionLimits::new(0, 0),
+            grace: std::time::Duration::from_secs(1),
+            auth_required: true,
+            tls: None,
+            idle_timeout: None,
+        };
+        nagare_listener::run(
+            listener,
+            options,
+            move |conn| crate::http::serve_connection(conn, app.clone()),
+            stop,
+        )
+        .await
     });
     Server {
         base,

@@ -15,6 +15,7 @@ mod http_acls;
 mod http_auth;
 mod http_users;
 mod serve;
+mod tls_cmd;
 mod topic_cmd;
 mod user_cmd;
 
@@ -44,6 +45,7 @@ fn run() -> anyhow::Result<()> {
         cli::Command::Produce(args) => client_cmds::produce(args),
         cli::Command::Consume(args) => client_cmds::consume(args),
         cli::Command::Bench(args) => bench::run(args),
+        cli::Command::Tls(args) => tls_cmd::run(args),
         cli::Command::DefaultConfig => {
             print!("{}", config::Settings::default().to_toml()?);
             Ok(())

@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use nagare_core::{Broker, Subsystems};
-use nagare_listener::{ConnectionLimits, ListenerOptions};
+use nagare_listener::{ConnectionLimits, ListenerOptions, TlsContext};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::cli::ServeArgs;
-use crate::config::Settings;
+use crate::config::{AuthMode, Settings};
 
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     let (settings, warnings) = Settings::load(&args)?;
@@ -47,6 +47,87 @@ async fn bind(name: &str, addr: SocketAddr) -> anyhow::Result<TcpListener> {
         .with_context(|| format!("cannot bind the {name} listener to {addr}"))
 }
 
+/// One bound listener and how it serves.
+struct Bound {
+    protocol: &'static str,
+    /// Its name in the ports file: the protocol for the main listener, `kafka.1`,
+    /// `kafka.2`... for the `[[kafka.listeners]]` entries.
+    name: String,
+    tcp: TcpListener,
+    addr: SocketAddr,
+    tls: bool,
+    auth: AuthMode,
+    advertise: Option<String>,
+    /// The protocol's main listener (`listen`).
+    main: bool,
+}
+
+/// Binds every listener: the four main ones, then each `[[PROTOCOL.listeners]]` entry.
+async fn bind_all(settings: &Settings, tls_on: bool) -> anyhow::Result<Vec<Bound>> {
+    let auth = settings.security.auth;
+    let mut out = Vec::new();
+    for (protocol, addr) in [
+        ("kafka", settings.kafka.listen),
+        ("stomp", settings.stomp.listen),
+        ("forward", settings.forward.listen),
+        ("http", settings.http.listen),
+    ] {
+        let tcp = bind(protocol, addr).await?;
+        out.push(Bound {
+            protocol,
+            name: protocol.to_string(),
+            addr: tcp.local_addr()?,
+            tcp,
+            tls: tls_on,
+            auth,
+            advertise: None,
+            main: true,
+        });
+    }
+    let mut counts = std::collections::HashMap::new();
+    for (protocol, extra) in settings.extra_listeners() {
+        let n = counts.entry(protocol).or_insert(0);
+        *n += 1;
+        let tcp = bind(protocol, extra.listen).await?;
+        out.push(Bound {
+            protocol,
+            name: format!("{protocol}.{n}"),
+            addr: tcp.local_addr()?,
+            tcp,
+            tls: extra.tls.unwrap_or(tls_on),
+            auth: extra.auth.unwrap_or(auth),
+            advertise: extra.advertise.clone(),
+            main: false,
+        });
+    }
+    Ok(out)
+}
+
+/// Reloads the certificate and key (and client CA) on every SIGHUP: new connections get
+/// the new ones, open connections keep theirs. A file that does not load leaves the old
+/// certificate in place, and says why.
+async fn reload_on_sighup(
+    tls: Arc<TlsContext>,
+    mut stop: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
+    loop {
+        tokio::select! {
+            got = hup.recv() => {
+                if got.is_none() {
+                    return Ok(());
+                }
+                match tls.reload() {
+                    Ok(()) => tracing::info!(cert = %tls.files().cert.display(), "SIGHUP: TLS certificate reloaded"),
+                    Err(e) => tracing::warn!(error = %e, "SIGHUP: TLS certificate not reloaded; keeping the current one"),
+                }
+            }
+            _ = stopped(&mut stop) => return Ok(()),
+        }
+    }
+}
+
 async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> anyhow::Result<()> {
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "nagare starting");
     let metrics = crate::http::install_metrics()?;
@@ -74,56 +155,45 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         data_dir.display()
     );
 
-    let kafka = bind("kafka", settings.kafka.listen).await?;
-    let stomp = bind("stomp", settings.stomp.listen).await?;
-    let forward = bind("forward", settings.forward.listen).await?;
-    let http = bind("http", settings.http.listen).await?;
-    let bound = [
-        ("kafka", kafka.local_addr()?),
-        ("stomp", stomp.local_addr()?),
-        ("forward", forward.local_addr()?),
-        ("http", http.local_addr()?),
-    ];
-    for (name, addr) in bound {
-        tracing::info!(listener = name, %addr, "{name} listener on {addr}");
+    let tls = match settings.tls.files()? {
+        Some(files) => {
+            let ctx = TlsContext::load(files).context("TLS certificate")?;
+            tracing::info!(
+                cert = %ctx.files().cert.display(),
+                client_auth = ?ctx.files().client_auth,
+                "TLS on (reloaded on SIGHUP)"
+            );
+            Some(ctx)
+        }
+        None => None,
+    };
+    let listeners = bind_all(&settings, tls.is_some()).await?;
+    for l in &listeners {
+        tracing::info!(
+            listener = l.protocol,
+            addr = %l.addr,
+            tls = l.tls,
+            auth = ?l.auth,
+            "{} listener on {}{}",
+            l.protocol,
+            l.addr,
+            if l.tls { " (TLS)" } else { "" }
+        );
     }
     if let Some(path) = ports_file {
-        write_ports_file(&path, &bound)?;
+        write_ports_file(&path, &listeners)?;
     }
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
-    // One listener layer for every protocol: accept, limits, tracking, graceful stop.
+    // One listener layer for every protocol: accept, limits, TLS, idle timeout, tracking,
+    // graceful stop.
     let limits = ConnectionLimits::new(
         settings.listeners.max_connections,
         settings.listeners.max_connections_per_ip,
     );
     let grace = Duration::from_millis(settings.listeners.shutdown_grace_ms);
-    let options = |name| ListenerOptions {
-        name,
-        limits: limits.clone(),
-        grace,
-        auth_required,
-    };
-
-    // Without `advertise`, clients are told the bound address (the machine's name for a
-    // wildcard bind).
-    let kafka_config = settings.kafka.protocol.clone();
-    let kafka_state = Arc::new(nagare_kafka::KafkaState::new(
-        broker.clone(),
-        &core,
-        kafka_config,
-        &kafka,
-    ));
-    tasks.spawn(named(
-        "kafka",
-        nagare_listener::run(
-            kafka,
-            options("kafka"),
-            move |conn| nagare_kafka::handle(conn, kafka_state.clone()),
-            stop_rx.clone(),
-        ),
-    ));
+    let idle = |ms: u64| (ms > 0).then(|| Duration::from_millis(ms));
 
     let stomp_state = nagare_stomp::StompState::new(
         broker.clone(),
@@ -131,59 +201,114 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         core.security.clone(),
         settings.stomp.protocol.clone(),
     );
-    let queues = core.queues.clone();
-    let stomp_stop = stop_rx.clone();
-    let stomp_options = options("stomp");
-    tasks.spawn(named("stomp", async move {
-        let served = nagare_listener::run(
-            stomp,
-            stomp_options,
-            move |conn| nagare_stomp::handle(conn, stomp_state.clone()),
-            stomp_stop,
-        )
-        .await;
-        // Every STOMP connection is done (requeued what it had in flight): write the
-        // last queue acknowledgements.
-        if let Err(e) = queues.flush().await {
-            tracing::warn!(error = %e, "could not write queue acknowledgements at shutdown");
-        }
-        served
-    }));
-
     let forward_state = nagare_forward::state(
         broker.clone(),
         settings.forward.protocol.clone(),
         core.security.clone(),
     )
     .context("forward listener")?;
-    nagare_forward::start_udp_heartbeats(bound[2].1, &forward_state, stop_rx.clone()).await;
-    tasks.spawn(named(
-        "forward",
-        nagare_listener::run(
-            forward,
-            options("forward"),
-            move |conn| nagare_forward::handle(conn, forward_state.clone()),
-            stop_rx.clone(),
-        ),
-    ));
-    tasks.spawn(named(
-        "http",
-        crate::http::serve(
-            http,
-            crate::http::app(
-                broker.clone(),
-                metrics,
-                crate::http_auth::HttpAuth {
-                    security: core.security.clone(),
-                    required: auth_required,
-                    token: (!settings.http.token.is_empty())
-                        .then(|| settings.http.token.as_str().into()),
-                    protect_metrics: settings.http.metrics_auth,
-                },
-            ),
-            stop_rx.clone(),
-        ),
-    ));
+    let http_app = crate::http::app(
+        broker.clone(),
+        metrics,
+        crate::http_auth::HttpAuth {
+            security: core.security.clone(),
+            required: auth_required,
+            token: (!settings.http.token.is_empty()).then(|| settings.http.token.as_str().into()),
+            protect_metrics: settings.http.metrics_auth,
+        },
+    );
+
+    for l in listeners {
+        let options = ListenerOptions {
+            name: l.protocol,
+            limits: limits.clone(),
+            grace,
+            auth_required: l.auth == AuthMode::Required,
+            tls: if l.tls { tls.clone() } else { None },
+            idle_timeout: match l.protocol {
+                "kafka" => idle(settings.listeners.kafka_idle_ms),
+                "stomp" => idle(settings.listeners.stomp_idle_ms),
+                "forward" => idle(settings.forward.protocol.idle_timeout_ms),
+                _ => idle(settings.listeners.http_idle_ms),
+            },
+        };
+        let stop = stop_rx.clone();
+        match l.protocol {
+            "kafka" => {
+                let mut config = settings.kafka.protocol.clone();
+                if l.advertise.is_some() {
+                    config.advertise = l.advertise.clone();
+                }
+                // Without `advertise`, clients are told the bound address (the machine's
+                // name for a wildcard bind).
+                let state = Arc::new(nagare_kafka::KafkaState::new(
+                    broker.clone(),
+                    &core,
+                    config,
+                    &l.tcp,
+                ));
+                tasks.spawn(named(
+                    "kafka",
+                    nagare_listener::run(
+                        l.tcp,
+                        options,
+                        move |conn| nagare_kafka::handle(conn, state.clone()),
+                        stop,
+                    ),
+                ));
+            }
+            "stomp" => {
+                let state = stomp_state.clone();
+                let queues = core.queues.clone();
+                tasks.spawn(named("stomp", async move {
+                    let served = nagare_listener::run(
+                        l.tcp,
+                        options,
+                        move |conn| nagare_stomp::handle(conn, state.clone()),
+                        stop,
+                    )
+                    .await;
+                    // Every STOMP connection of this listener is done (requeued what it
+                    // had in flight): write the last queue acknowledgements.
+                    if let Err(e) = queues.flush().await {
+                        tracing::warn!(error = %e, "could not write queue acknowledgements at shutdown");
+                    }
+                    served
+                }));
+            }
+            "forward" => {
+                if l.main {
+                    nagare_forward::start_udp_heartbeats(l.addr, &forward_state, stop.clone())
+                        .await;
+                }
+                let state = forward_state.clone();
+                tasks.spawn(named(
+                    "forward",
+                    nagare_listener::run(
+                        l.tcp,
+                        options,
+                        move |conn| nagare_forward::handle(conn, state.clone()),
+                        stop,
+                    ),
+                ));
+            }
+            _ => {
+                let app = http_app.clone();
+                tasks.spawn(named(
+                    "http",
+                    nagare_listener::run(
+                        l.tcp,
+                        options,
+                        move |conn| crate::http::serve_connection(conn, app.clone()),
+                        stop,
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(tls) = tls {
+        tasks.spawn(reload_on_sighup(tls, stop_rx.clone()));
+    }
     tasks.spawn({
         let broker = broker.clone();
         let stop = stop_rx.clone();
@@ -249,13 +374,17 @@ async fn shutdown_signal() -> &'static str {
     }
 }
 
-fn write_ports_file(path: &std::path::Path, bound: &[(&str, SocketAddr)]) -> anyhow::Result<()> {
+fn write_ports_file(path: &std::path::Path, bound: &[Bound]) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
     let mut f = std::fs::File::create(&tmp)?;
-    for (name, addr) in bound {
-        writeln!(f, "{name}={addr}")?;
+    for l in bound {
+        writeln!(f, "{}={}", l.name, l.addr)?;
     }
     f.sync_all()?;
     std::fs::rename(&tmp, path)?;
     Ok(())
+}
+
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
 }

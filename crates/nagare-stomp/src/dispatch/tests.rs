@@ -107,7 +107,7 @@ impl Harness {
             .await
             .expect("connect");
         let (server, _) = listener.accept().await.expect("accept");
-        let (_, wr) = server.into_split();
+        let (_, wr) = nagare_listener::Stream::from_tcp(server).into_split();
         let (out, _dead, _heartbeat) =
             writer::spawn(1, wr, 1 << 20, writer::GlobalBudget::new(1 << 20));
         let mut decoder = Decoder::new(limits);
