@@ -159,6 +159,10 @@ async fn secure(
             let principal = principal_of(tls_stream.get_ref().1.peer_certificates());
             return Some((Stream::tls(tls_stream, activity.clone()), principal));
         }
+        // A plaintext client on a TLS port: its first bytes are no TLS record.
+        Ok(Err(e)) if e.to_string().contains("InvalidContentType") => {
+            "the client did not speak TLS (plaintext to a TLS port?)".to_string()
+        }
         Ok(Err(e)) => e.to_string(),
         Err(_) => format!("no handshake within {HANDSHAKE_TIMEOUT:?}"),
     };

@@ -32,8 +32,15 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 fn init_tracing(filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("NAGARE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter));
+    // rustls warns about harmless client quirks (an IP address sent as SNI, as the Ruby
+    // STOMP gem does) on every handshake; keep its errors only unless asked for more.
+    let filter = tracing_subscriber::EnvFilter::try_from_env("NAGARE_LOG").unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(if filter.contains("rustls") {
+            filter.to_string()
+        } else {
+            format!("{filter},rustls=error")
+        })
+    });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

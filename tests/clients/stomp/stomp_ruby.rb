@@ -1,6 +1,7 @@
 # The Ruby `stomp` gem (Debian ruby-stomp) against nagare; driven by test_stomp_ruby.py.
 # Usage: ruby stomp_ruby.rb HOST PORT VERSION SCENARIO [LOGIN PASSCODE];
-# prints "OK <scenario>" on success.
+# prints "OK <scenario>" on success. With STOMP_TLS_CA=FILE in the environment it
+# connects over TLS, verifying the server against that CA.
 require 'stomp'
 require 'timeout'
 require 'securerandom'
@@ -8,10 +9,16 @@ require 'securerandom'
 HOST, PORT, VERSION, SCENARIO = ARGV[0], ARGV[1].to_i, ARGV[2], ARGV[3]
 LOGIN, PASSCODE = ARGV[4] || '', ARGV[5] || ''
 
+def tls_params
+  ca = ENV['STOMP_TLS_CA']
+  return false if ca.nil? || ca.empty?
+  Stomp::SSLParams.new(ts_files: ca, fsck: true)
+end
+
 def connection(extra = {})
   headers = VERSION == '1.0' ? {} : { 'accept-version' => VERSION, 'host' => '/' }
   Stomp::Connection.new(
-    hosts: [{ login: LOGIN, passcode: PASSCODE, host: HOST, port: PORT }],
+    hosts: [{ login: LOGIN, passcode: PASSCODE, host: HOST, port: PORT, ssl: tls_params }],
     connect_headers: headers.merge(extra),
     reliable: false,
     connect_timeout: 5

@@ -1,6 +1,8 @@
 // Sends events to a forward receiver with github.com/fluent/fluent-logger-golang, as a
 // pytest test drives it: forwardsender HOST PORT TAG COUNT [ack]. Each event is
 // {"seq": i, "msg": "..."} with an event time of 1700000000+i seconds and i*1000 ns.
+// With FORWARD_TLS=1 in the environment it connects over TLS (the server is verified
+// against the system roots, or the CA file SSL_CERT_FILE names).
 package main
 
 import (
@@ -21,13 +23,14 @@ func main() {
 	count, _ := strconv.Atoi(os.Args[4])
 	ack := len(os.Args) > 5 && os.Args[5] == "ack"
 	logger, err := fluent.New(fluent.Config{
-		FluentHost:    os.Args[1],
-		FluentPort:    port,
-		RequestAck:    ack,
+		FluentHost:         os.Args[1],
+		FluentPort:         port,
+		FluentNetwork:      network(),
+		RequestAck:         ack,
 		SubSecondPrecision: true,
-		Timeout:       10 * time.Second,
-		WriteTimeout:  10 * time.Second,
-		MaxRetry:      3,
+		Timeout:            10 * time.Second,
+		WriteTimeout:       10 * time.Second,
+		MaxRetry:           3,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "connect:", err)
@@ -46,4 +49,11 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("sent", count)
+}
+
+func network() string {
+	if os.Getenv("FORWARD_TLS") == "1" {
+		return "tls"
+	}
+	return "tcp"
 }

@@ -1,9 +1,11 @@
 // Sends events with @fluent-org/logger as a pytest test drives it:
 //   node send.js HOST PORT TAG COUNT MODE [SHARED_KEY [HOSTNAME [USERNAME PASSWORD]]]
+// With SEND_TLS_CA=FILE in the environment it connects over TLS trusting that CA.
 // MODE: Message | Forward | PackedForward | CompressedPackedForward. Every emit asks for
 // an ack; the script exits 0 only once every event is acknowledged. Event i is
 // {"seq": i, "msg": "node event i"} at EventTime(1700000000+i, i*1000).
 "use strict";
+const fs = require("fs");
 const { FluentClient, EventTime } = require("@fluent-org/logger");
 
 async function main() {
@@ -16,6 +18,9 @@ async function main() {
     ack: { ackTimeout: 10000 },
     flushInterval: 5,
   };
+  if (process.env.SEND_TLS_CA) {
+    options.socket.tls = { ca: fs.readFileSync(process.env.SEND_TLS_CA) };
+  }
   // An empty SHARED_KEY still asks for the handshake (the key is then "").
   if (sharedKey !== undefined) {
     options.security = { clientHostname: hostname || "node-client", sharedKey };
