@@ -27,6 +27,33 @@ fn decode_frame(frame: Bytes) {
     }
 }
 
+/// Feeds `data` through the SASL exchange's decoders: as a PLAIN token, and as SCRAM
+/// client-first then client-final messages (split at the first newline; once as given
+/// and once behind a valid client-first head so the later parsers are reached). The
+/// user store is empty, so SCRAM runs its fake exchange for unknown users, which parses
+/// exactly what a real one does. Never panics.
+pub fn sasl_exchange(data: &[u8]) {
+    use nagare_core::security::scram::{ScramMechanism, ServerExchange};
+    use nagare_core::security::UserStore;
+    static USERS: std::sync::OnceLock<UserStore> = std::sync::OnceLock::new();
+    let users = USERS.get_or_init(UserStore::in_memory);
+    let _ = crate::sasl::parse_plain(data);
+    let (first, last) = match data.iter().position(|&b| b == b'\n') {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &data[..0]),
+    };
+    let mut prefixed = b"n,,n=user,r=".to_vec();
+    prefixed.extend_from_slice(first);
+    for mechanism in [ScramMechanism::Sha256, ScramMechanism::Sha512] {
+        for head in [first, &prefixed[..]] {
+            let mut exchange = ServerExchange::new(mechanism);
+            if exchange.client_first(head, users).is_ok() {
+                let _ = exchange.client_final(last);
+            }
+        }
+    }
+}
+
 /// Decodes any request body we implement, after the guard has walked it, and drops it.
 fn decode_body(req: &ParsedRequest) -> Result<(), String> {
     crate::guard::check(req.api_key, &req.body, req.version)?;

@@ -10,6 +10,8 @@
 //! connection's [`Stream`].
 
 mod connection;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 mod limits;
 mod serve;
 mod stream;

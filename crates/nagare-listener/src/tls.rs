@@ -93,6 +93,15 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 fn build(files: &TlsFiles) -> Result<Arc<ServerConfig>, TlsError> {
     let certs = read_certs(&files.cert)?;
     let key = read_key(&files.key)?;
+    config_for(certs, key, files)
+}
+
+/// The server configuration for a certificate chain and key already read.
+pub(crate) fn config_for(
+    certs: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    files: &TlsFiles,
+) -> Result<Arc<ServerConfig>, TlsError> {
     let builder = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsError::Config(e.to_string()))?;
@@ -142,7 +151,14 @@ fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
 
 fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let pem = read(path)?;
-    let certs = CertificateDer::pem_slice_iter(&pem)
+    parse_certs(&pem, path)
+}
+
+pub(crate) fn parse_certs(
+    pem: &[u8],
+    path: &Path,
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| TlsError::Content {
             path: path.to_path_buf(),
@@ -159,7 +175,11 @@ fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
 
 fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
     let pem = read(path)?;
-    PrivateKeyDer::from_pem_slice(&pem).map_err(|e| TlsError::Content {
+    parse_key(&pem, path)
+}
+
+pub(crate) fn parse_key(pem: &[u8], path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_slice(pem).map_err(|e| TlsError::Content {
         path: path.to_path_buf(),
         what: format!("no usable PEM private key: {e}"),
     })
@@ -181,5 +201,69 @@ pub(crate) fn principal_of(certs: Option<&[CertificateDer<'_>]>) -> Principal {
             .map(Principal::user)
             .unwrap_or(Principal::Anonymous),
         Err(_) => Principal::Anonymous,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).expect("write");
+        p
+    }
+
+    fn files(cert: PathBuf, key: PathBuf) -> TlsFiles {
+        TlsFiles {
+            cert,
+            key,
+            client_ca: None,
+            client_auth: ClientAuth::None,
+        }
+    }
+
+    #[test]
+    fn loads_a_pair_and_names_the_file_at_fault() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("cert");
+        let other = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("cert");
+        let cert = write(dir.path(), "c.pem", &made.cert.pem());
+        let key = write(dir.path(), "k.pem", &made.key_pair.serialize_pem());
+        let wrong_key = write(dir.path(), "w.pem", &other.key_pair.serialize_pem());
+        let junk = write(dir.path(), "j.pem", "junk");
+        let ctx = TlsContext::load(files(cert.clone(), key.clone())).expect("loads");
+        assert!(ctx.reload().is_ok());
+        let err = |f| {
+            TlsContext::load(f)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert!(err(files(cert.clone(), wrong_key)).contains("w.pem"));
+        assert!(err(files(junk.clone(), key.clone())).contains("j.pem"));
+        assert!(err(files(dir.path().join("none.pem"), key.clone())).contains("none.pem"));
+        let mut required = files(cert, key);
+        required.client_auth = ClientAuth::Required;
+        assert!(err(required).contains("client CA"));
+    }
+
+    #[test]
+    fn a_client_certificate_names_its_common_name() {
+        let mut params = rcgen::CertificateParams::new(vec!["x".into()]).expect("params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "alice");
+        let key = rcgen::KeyPair::generate().expect("key");
+        let cert = params.self_signed(&key).expect("cert");
+        assert_eq!(
+            principal_of(Some(&[cert.der().clone()])),
+            Principal::user("alice")
+        );
+        assert_eq!(principal_of(None), Principal::Anonymous);
+        assert_eq!(
+            principal_of(Some(&[CertificateDer::from(vec![1, 2, 3])])),
+            Principal::Anonymous
+        );
     }
 }
