@@ -745,6 +745,33 @@ mod tests {
         Settings::from_tree(tree).unwrap().validate().unwrap();
     }
 
+    #[test]
+    fn extra_listeners_are_checked() {
+        let e = file_error("[[kafka.listeners]]\nlisten = \"0.0.0.0:9093\"\n");
+        assert!(e.contains("reachable from other machines"), "{e}");
+        let e = file_error(
+            "[security]\nauth = \"required\"\n[[stomp.listeners]]\nlisten = \"127.0.0.1:1\"\nadvertise = \"x:1\"\n",
+        );
+        assert!(e.contains("for Kafka listeners only"), "{e}");
+        let e = file_error("[[forward.listeners]]\nlisten = \"127.0.0.1:1\"\ntls = true\n");
+        assert!(e.contains("no certificate"), "{e}");
+        let e = file_error("[[kafka.listeners]]\nlisten = \"127.0.0.1:1\"\ntsl = true\n");
+        assert!(e.contains("tsl"), "{e}");
+        let e = file_error("[tls]\ncert = \"c.pem\"\n");
+        assert!(e.contains("both a certificate and a key"), "{e}");
+        let e = file_error("[tls]\ncert = \"c\"\nkey = \"k\"\nclient_auth = \"maybe\"\n");
+        assert!(e.contains("client_auth"), "{e}");
+        // A remote TLS + SASL listener beside a local anonymous one is fine.
+        let text = "[security]\nauth = \"required\"\n[tls]\ncert = \"c\"\nkey = \"k\"\n\
+                    [[kafka.listeners]]\nlisten = \"0.0.0.0:9093\"\nadvertise = \"h:9093\"\n\
+                    [[kafka.listeners]]\nlisten = \"127.0.0.1:9094\"\ntls = false\nauth = \"none\"\n";
+        let mut tree = toml::Value::try_from(Settings::default()).unwrap();
+        merge(&mut tree, toml::from_str(text).unwrap());
+        let s = Settings::from_tree(tree).unwrap();
+        s.validate().unwrap();
+        assert_eq!(s.extra_listeners().count(), 2);
+    }
+
     fn file_error(text: &str) -> String {
         let tree = merged(
             &toml::Value::try_from(Settings::default()).unwrap(),

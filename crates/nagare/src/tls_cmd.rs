@@ -29,7 +29,7 @@ enum TlsCommand {
 #[derive(Debug, Args)]
 struct SelfSignedArgs {
     /// Directory to write the files to (created if missing).
-    #[arg(long, value_name = "DIR", default_value = "tls")]
+    #[arg(long, visible_alias = "dir", value_name = "DIR", default_value = "tls")]
     out: PathBuf,
     /// More names or IP addresses the server is reached by (repeatable).
     #[arg(long = "host", value_name = "NAME")]
