@@ -110,7 +110,19 @@ impl OutQueue {
     /// ranges with sendfile.
     pub(crate) async fn flush(&mut self, stream: &mut Stream) -> io::Result<()> {
         self.seal_scratch();
-        let chunks = std::mem::take(&mut self.chunks);
+        let mut chunks = std::mem::take(&mut self.chunks);
+        if stream.plain_tcp().is_none() {
+            // TLS: record data is encrypted in user space anyway, so small file ranges are
+            // read into memory and go out with the headers around them in one vectored
+            // write (fewer TLS records and system calls); large ones are streamed.
+            for c in chunks.iter_mut() {
+                if let Chunk::File(f) = c {
+                    if f.len as usize <= TLS_INLINE_MAX {
+                        *c = Chunk::Mem(read_slice(f)?);
+                    }
+                }
+            }
+        }
         self.bytes = 0;
         let mut i = 0;
         while i < chunks.len() {
@@ -209,6 +221,17 @@ async fn sendfile_all(stream: &TcpStream, slice: &FileSlice) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// File ranges up to this size are read into memory on TLS connections.
+const TLS_INLINE_MAX: usize = 256 * 1024;
+
+/// Reads a whole file range (from the page cache, like sendfile would).
+fn read_slice(slice: &FileSlice) -> io::Result<Bytes> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; slice.len as usize];
+    slice.file.read_exact_at(&mut buf, slice.position)?;
+    Ok(Bytes::from(buf))
 }
 
 /// The path for TLS connections, where the kernel cannot encrypt (no kernel TLS): the

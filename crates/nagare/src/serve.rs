@@ -226,8 +226,15 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
     );
 
     for l in listeners {
+        // The metrics' `listener` label: `kafka`, or `kafka.1` for an extra listener. A
+        // handful of names made once at startup, so leaking them for `'static` is fine.
+        let label: &'static str = if l.main {
+            l.protocol
+        } else {
+            Box::leak(l.name.clone().into_boxed_str())
+        };
         let options = ListenerOptions {
-            name: l.protocol,
+            name: label,
             limits: limits.clone(),
             grace,
             auth_required: l.auth == AuthMode::Required,
