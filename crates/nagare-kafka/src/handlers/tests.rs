@@ -164,6 +164,47 @@ fn request(state: &KafkaState, key: ApiKey, version: i16) -> Option<Bytes> {
             ]),
             version,
         ),
+        ApiKey::CreateAcls => body(
+            &CreateAclsRequest::default().with_creations(vec![
+                create_acls_request::AclCreation::default()
+                    .with_resource_type(2)
+                    .with_resource_name(str_bytes("acl-t"))
+                    .with_resource_pattern_type(3)
+                    .with_principal(str_bytes("User:bob"))
+                    .with_host(str_bytes("*"))
+                    .with_operation(3)
+                    .with_permission_type(3),
+                // Invalid (ANY permission): answered on its own.
+                create_acls_request::AclCreation::default()
+                    .with_resource_type(2)
+                    .with_resource_name(str_bytes("acl-t"))
+                    .with_resource_pattern_type(3)
+                    .with_principal(str_bytes("User:bob"))
+                    .with_host(str_bytes("*"))
+                    .with_operation(3)
+                    .with_permission_type(1),
+            ]),
+            version,
+        ),
+        ApiKey::DescribeAcls => body(
+            &DescribeAclsRequest::default()
+                .with_resource_type_filter(1)
+                .with_pattern_type_filter(1)
+                .with_operation(1)
+                .with_permission_type(1),
+            version,
+        ),
+        ApiKey::DeleteAcls => body(
+            &DeleteAclsRequest::default().with_filters(vec![
+                delete_acls_request::DeleteAclsFilter::default()
+                    .with_resource_type_filter(2)
+                    .with_resource_name_filter(Some(str_bytes("acl-t")))
+                    .with_pattern_type_filter(1)
+                    .with_operation(1)
+                    .with_permission_type(1),
+            ]),
+            version,
+        ),
         _ => return None,
     })
 }
