@@ -715,3 +715,122 @@ async fn group_checks() {
     .await;
     assert_eq!(del.results[0].error_code, GROUP_AUTHORIZATION_FAILED);
 }
+
+/// Every group API refuses at every version it accepts, and the refusal encodes.
+#[tokio::test]
+async fn group_refusals_at_every_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let bob = user(&s, "bob");
+    let g = || GroupId(str_bytes("g"));
+    for v in 0..=9 {
+        let j: JoinGroupResponse = call(
+            &s,
+            &bob,
+            ApiKey::JoinGroup,
+            v,
+            &JoinGroupRequest::default()
+                .with_group_id(g())
+                .with_session_timeout_ms(10_000)
+                .with_protocol_type(str_bytes("consumer")),
+        )
+        .await;
+        assert_eq!(j.error_code, GROUP_AUTHORIZATION_FAILED, "JoinGroup v{v}");
+    }
+    for v in 0..=5 {
+        let r: SyncGroupResponse = call(
+            &s,
+            &bob,
+            ApiKey::SyncGroup,
+            v,
+            &SyncGroupRequest::default().with_group_id(g()),
+        )
+        .await;
+        assert_eq!(r.error_code, GROUP_AUTHORIZATION_FAILED, "SyncGroup v{v}");
+        let leave = if v >= 3 {
+            LeaveGroupRequest::default()
+                .with_group_id(g())
+                .with_members(vec![leave_group_request::MemberIdentity::default()])
+        } else {
+            LeaveGroupRequest::default().with_group_id(g())
+        };
+        let r: LeaveGroupResponse = call(&s, &bob, ApiKey::LeaveGroup, v, &leave).await;
+        assert_eq!(r.error_code, GROUP_AUTHORIZATION_FAILED, "LeaveGroup v{v}");
+        let r: DescribeGroupsResponse = call(
+            &s,
+            &bob,
+            ApiKey::DescribeGroups,
+            v,
+            &DescribeGroupsRequest::default().with_groups(vec![g()]),
+        )
+        .await;
+        assert_eq!(
+            r.groups[0].error_code, GROUP_AUTHORIZATION_FAILED,
+            "DescribeGroups v{v}"
+        );
+        let r: ListGroupsResponse = call(
+            &s,
+            &bob,
+            ApiKey::ListGroups,
+            v,
+            &ListGroupsRequest::default(),
+        )
+        .await;
+        assert!(r.groups.is_empty());
+    }
+    for v in 0..=4 {
+        let r: HeartbeatResponse = call(
+            &s,
+            &bob,
+            ApiKey::Heartbeat,
+            v,
+            &HeartbeatRequest::default().with_group_id(g()),
+        )
+        .await;
+        assert_eq!(r.error_code, GROUP_AUTHORIZATION_FAILED, "Heartbeat v{v}");
+    }
+    for v in 1..=9 {
+        let req = if v >= 8 {
+            OffsetFetchRequest::default().with_groups(vec![
+                offset_fetch_request::OffsetFetchRequestGroup::default()
+                    .with_group_id(g())
+                    .with_topics(None),
+            ])
+        } else {
+            OffsetFetchRequest::default()
+                .with_group_id(g())
+                .with_topics(Some(vec![
+                    offset_fetch_request::OffsetFetchRequestTopic::default()
+                        .with_name(TopicName(str_bytes("open")))
+                        .with_partition_indexes(vec![0]),
+                ]))
+        };
+        let r: OffsetFetchResponse = call(&s, &bob, ApiKey::OffsetFetch, v, &req).await;
+        let code = match v {
+            8.. => r.groups[0].error_code,
+            2.. => r.error_code,
+            _ => r.topics[0].partitions[0].error_code,
+        };
+        assert_eq!(code, GROUP_AUTHORIZATION_FAILED, "OffsetFetch v{v}");
+    }
+    for v in 0..=2 {
+        let r: DeleteGroupsResponse = call(
+            &s,
+            &bob,
+            ApiKey::DeleteGroups,
+            v,
+            &DeleteGroupsRequest::default().with_groups_names(vec![g()]),
+        )
+        .await;
+        assert_eq!(r.results[0].error_code, GROUP_AUTHORIZATION_FAILED);
+    }
+    let r: OffsetDeleteResponse = call(
+        &s,
+        &bob,
+        ApiKey::OffsetDelete,
+        0,
+        &OffsetDeleteRequest::default().with_group_id(g()),
+    )
+    .await;
+    assert_eq!(r.error_code, GROUP_AUTHORIZATION_FAILED);
+}
