@@ -834,3 +834,29 @@ async fn group_refusals_at_every_version() {
     .await;
     assert_eq!(r.error_code, GROUP_AUTHORIZATION_FAILED);
 }
+
+/// DescribeCluster is open to everyone, as in Kafka; only the authorized operations need
+/// Describe on the cluster (0 without it).
+#[tokio::test]
+async fn describe_cluster_and_authorized_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let ask = DescribeClusterRequest::default().with_include_cluster_authorized_operations(true);
+    let r: DescribeClusterResponse =
+        call(&s, &user(&s, "alice"), ApiKey::DescribeCluster, 1, &ask).await;
+    assert_eq!((r.error_code, r.cluster_authorized_operations), (0, 0));
+    let r: DescribeClusterResponse =
+        call(&s, &user(&s, "admin"), ApiKey::DescribeCluster, 1, &ask).await;
+    // Create, ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite, Alter, Describe.
+    let all = [5, 9, 10, 11, 12, 7, 8].iter().fold(0, |b, c| b | 1 << c);
+    assert_eq!(r.cluster_authorized_operations, all);
+    let r: DescribeClusterResponse = call(
+        &s,
+        &user(&s, "alice"),
+        ApiKey::DescribeCluster,
+        1,
+        &DescribeClusterRequest::default(),
+    )
+    .await;
+    assert_eq!(r.cluster_authorized_operations, i32::MIN, "not asked for");
+}
