@@ -5,6 +5,7 @@
 //! API key) and writes the answers back with one vectored write, using `sendfile(2)` for
 //! the record data of fetch responses.
 
+mod acl_wire;
 pub mod client;
 mod codec;
 mod connection;

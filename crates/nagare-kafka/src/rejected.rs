@@ -24,6 +24,7 @@ pub(crate) fn reason(error: ResponseError) -> &'static str {
         ResponseError::UnknownTopicOrPartition => "unknown_topic",
         ResponseError::InvalidRequiredAcks => "invalid_acks",
         ResponseError::TransactionalIdAuthorizationFailed => "transactions_unsupported",
+        ResponseError::TopicAuthorizationFailed => "not_authorized",
         ResponseError::NotLeaderOrFollower => "shutting_down",
         _ => "other",
     }

@@ -14,7 +14,6 @@ use parking_lot::Mutex;
 use crate::sasl::SaslStage;
 
 /// One connection's identity and authorization state.
-#[allow(dead_code)]
 pub(crate) struct Session {
     pub peer: SocketAddr,
     /// The listener demands authentication: until it succeeds, only ApiVersions and the
@@ -31,8 +30,6 @@ pub(crate) struct Session {
     closing: AtomicBool,
 }
 
-// The SASL and ACL handlers are the users of what is not called yet.
-#[allow(dead_code)]
 impl Session {
     pub(crate) fn new(
         security: &Security,
@@ -102,6 +99,27 @@ impl Session {
         self.acl.lock().allowed(op, resource_type, name)
     }
 
+    /// Whether this connection may do `op` on at least one resource of the type (Kafka's
+    /// `authorizeByResourceType`). Not cached: only InitProducerId asks.
+    pub(crate) fn allowed_on_any(&self, op: Operation, resource_type: ResourceType) -> bool {
+        let authorizer = &self.security.authorizer;
+        if authorizer.allows_everything() {
+            return true;
+        }
+        let principal = self.principal();
+        authorizer.authorize_any(&principal, self.peer.ip(), op, resource_type)
+    }
+
+    /// Kafka's authorized-operations bit field for a resource: bit `code` set for each
+    /// operation of the type this connection may do.
+    pub(crate) fn authorized_operations(&self, resource_type: ResourceType, name: &str) -> i32 {
+        resource_type
+            .supported_operations()
+            .iter()
+            .filter(|op| self.allowed(**op, resource_type, name))
+            .fold(0, |bits, op| bits | 1 << op.kafka_code())
+    }
+
     /// Shorthand for topic checks.
     pub(crate) fn topic_allowed(&self, op: Operation, topic: &str) -> bool {
         self.allowed(op, ResourceType::Topic, topic)
@@ -126,9 +144,17 @@ impl Session {
 impl Session {
     /// An anonymous loopback session on a listener without authentication.
     pub(crate) fn for_tests(state: &crate::KafkaState) -> std::sync::Arc<Session> {
+        Session::as_user(state, Principal::Anonymous)
+    }
+
+    /// A loopback session already authenticated as `principal`.
+    pub(crate) fn as_user(
+        state: &crate::KafkaState,
+        principal: Principal,
+    ) -> std::sync::Arc<Session> {
         std::sync::Arc::new(Session::new(
             &state.security,
-            Principal::Anonymous,
+            principal,
             SocketAddr::from(([127, 0, 0, 1], 1)),
             false,
         ))

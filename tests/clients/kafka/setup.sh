@@ -18,6 +18,8 @@ command -v kcat >/dev/null || { echo "kcat could not be installed" >&2; exit 1; 
 cd "$here/java"
 if [ ! -f target/classes/nagare/KafkaClientTest.class ] || [ ! -d target/lib ] \
    || [ src/main/java/nagare/KafkaClientTest.java -nt target/classes/nagare/KafkaClientTest.class ] \
+   || [ ! -f target/classes/nagare/AclClientTest.class ] \
+   || [ src/main/java/nagare/AclClientTest.java -nt target/classes/nagare/AclClientTest.class ] \
    || [ pom.xml -nt target/classes/nagare/KafkaClientTest.class ]; then
   mvn -q -B package -DskipTests
 fi

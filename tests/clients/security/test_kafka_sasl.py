@@ -205,7 +205,9 @@ def test_scram_credentials_through_the_admin_api(broker):
                                       b"carol-secret-3")
     for f in a.alter_user_scram_credentials([up]).values():
         f.result(10)
-    described = a.describe_user_scram_credentials(["carol"]).result(10)
+    # With named users confluent-kafka answers one future per user.
+    described = {u: f.result(10)
+                 for u, f in a.describe_user_scram_credentials(["carol"]).items()}
     info = described["carol"].scram_credential_infos
     assert [(i.mechanism, i.iterations) for i in info] == [(ScramMechanism.SCRAM_SHA_256, 8192)]
     p = Producer(conf(broker, "SCRAM-SHA-256", user="carol", password="carol-secret-3"))

@@ -62,6 +62,141 @@ pub enum Permission {
     Deny,
 }
 
+/// Kafka's wire code meaning "any" in the filter enums (`ResourceType`, `PatternType`,
+/// `AclOperation`, `AclPermissionType` all use 1); never a value of a stored ACL.
+pub const KAFKA_ANY: i8 = 1;
+
+// Kafka's numeric codes for the ACL enums (CreateAcls, DescribeAcls, DeleteAcls, and the
+// authorized-operations bit fields). They live here, beside the enums, so every front end
+// that speaks Kafka's numbers maps them the same way; the HTTP API uses words instead.
+
+impl ResourceType {
+    pub fn kafka_code(self) -> i8 {
+        match self {
+            ResourceType::Topic => 2,
+            ResourceType::Group => 3,
+            ResourceType::Cluster => 4,
+            ResourceType::TransactionalId => 5,
+        }
+    }
+
+    /// `None` for ANY, UNKNOWN and types nagare has no ACLs for (delegation tokens, users).
+    pub fn from_kafka_code(code: i8) -> Option<ResourceType> {
+        Some(match code {
+            2 => ResourceType::Topic,
+            3 => ResourceType::Group,
+            4 => ResourceType::Cluster,
+            5 => ResourceType::TransactionalId,
+            _ => return None,
+        })
+    }
+
+    /// The operations that mean something for this type (Kafka's
+    /// `AclEntry.supportedOperations`), which authorized-operations bit fields cover.
+    pub fn supported_operations(self) -> &'static [Operation] {
+        use Operation::*;
+        match self {
+            ResourceType::Topic => &[
+                Read,
+                Write,
+                Create,
+                Describe,
+                Delete,
+                Alter,
+                DescribeConfigs,
+                AlterConfigs,
+            ],
+            ResourceType::Group => &[Read, Describe, Delete],
+            ResourceType::Cluster => &[
+                Create,
+                ClusterAction,
+                DescribeConfigs,
+                AlterConfigs,
+                IdempotentWrite,
+                Alter,
+                Describe,
+            ],
+            ResourceType::TransactionalId => &[Describe, Write],
+        }
+    }
+}
+
+impl PatternType {
+    pub fn kafka_code(self) -> i8 {
+        match self {
+            PatternType::Literal => 3,
+            PatternType::Prefixed => 4,
+        }
+    }
+}
+
+impl PatternFilter {
+    /// ANY (1), MATCH (2), LITERAL (3), PREFIXED (4); `None` for UNKNOWN and the rest.
+    pub fn from_kafka_code(code: i8) -> Option<PatternFilter> {
+        Some(match code {
+            1 => PatternFilter::Any,
+            2 => PatternFilter::Match,
+            3 => PatternFilter::Exactly(PatternType::Literal),
+            4 => PatternFilter::Exactly(PatternType::Prefixed),
+            _ => return None,
+        })
+    }
+}
+
+impl Operation {
+    pub fn kafka_code(self) -> i8 {
+        match self {
+            Operation::All => 2,
+            Operation::Read => 3,
+            Operation::Write => 4,
+            Operation::Create => 5,
+            Operation::Delete => 6,
+            Operation::Alter => 7,
+            Operation::Describe => 8,
+            Operation::ClusterAction => 9,
+            Operation::DescribeConfigs => 10,
+            Operation::AlterConfigs => 11,
+            Operation::IdempotentWrite => 12,
+        }
+    }
+
+    /// `None` for ANY (1), UNKNOWN (0) and codes Kafka has not defined.
+    pub fn from_kafka_code(code: i8) -> Option<Operation> {
+        Some(match code {
+            2 => Operation::All,
+            3 => Operation::Read,
+            4 => Operation::Write,
+            5 => Operation::Create,
+            6 => Operation::Delete,
+            7 => Operation::Alter,
+            8 => Operation::Describe,
+            9 => Operation::ClusterAction,
+            10 => Operation::DescribeConfigs,
+            11 => Operation::AlterConfigs,
+            12 => Operation::IdempotentWrite,
+            _ => return None,
+        })
+    }
+}
+
+impl Permission {
+    pub fn kafka_code(self) -> i8 {
+        match self {
+            Permission::Deny => 2,
+            Permission::Allow => 3,
+        }
+    }
+
+    /// `None` for ANY (1) and UNKNOWN (0).
+    pub fn from_kafka_code(code: i8) -> Option<Permission> {
+        match code {
+            2 => Some(Permission::Deny),
+            3 => Some(Permission::Allow),
+            _ => None,
+        }
+    }
+}
+
 /// One ACL. `principal` is `User:NAME` or `User:*`; `host` is an IP address or `*`.
 /// A literal resource name `*` matches every resource of its type.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -362,6 +497,63 @@ impl Authorizer {
         } else {
             self.allow_if_no_acl
         }
+    }
+
+    /// Whether `principal` may do `op` on at least one resource of the type (Kafka's
+    /// `Authorizer.authorizeByResourceType`, used where any one topic is enough, as for an
+    /// idempotent producer without IdempotentWrite on the cluster). Operations are not
+    /// implied here, as in Kafka; a DENY only cancels the ALLOWs it dominates (a literal
+    /// of the same name, or a prefix of the allowed name).
+    pub fn authorize_any(
+        &self,
+        principal: &Principal,
+        host: IpAddr,
+        op: Operation,
+        resource_type: ResourceType,
+    ) -> bool {
+        // Kafka asks about a made-up name first: that lets super users, `*` ALLOWs and
+        // "no ACL found" through without walking the ACLs.
+        if self.authorize(principal, host, op, resource_type, "hardcode") {
+            return true;
+        }
+        let acls = self.acls.read();
+        let mut denied_literals = HashSet::new();
+        let mut denied_prefixes = HashSet::new();
+        let mut allowed = Vec::new();
+        let mut wildcard_allowed = false;
+        for acl in acls.iter() {
+            if acl.resource_type != resource_type
+                || !principal_matches(acl, principal)
+                || !host_matches(acl, host)
+                || !deny_covers(acl.operation, op)
+            {
+                continue;
+            }
+            match (acl.permission, acl.pattern) {
+                (Permission::Deny, PatternType::Literal) if acl.resource_name == WILDCARD => {
+                    return false
+                }
+                (Permission::Deny, PatternType::Literal) => {
+                    denied_literals.insert(acl.resource_name.as_str());
+                }
+                (Permission::Deny, PatternType::Prefixed) => {
+                    denied_prefixes.insert(acl.resource_name.as_str());
+                }
+                // Not returned at once: a wildcard DENY later in the walk still wins.
+                (Permission::Allow, _) if acl.resource_name == WILDCARD => wildcard_allowed = true,
+                (Permission::Allow, pattern) => allowed.push((pattern, acl.resource_name.as_str())),
+            }
+        }
+        wildcard_allowed
+            || allowed.iter().any(|(pattern, name)| {
+                let literal_denied =
+                    *pattern == PatternType::Literal && denied_literals.contains(name);
+                let prefix_denied = name
+                    .char_indices()
+                    .map(|(i, c)| &name[..i + c.len_utf8()])
+                    .any(|prefix| denied_prefixes.contains(prefix));
+                !literal_denied && !prefix_denied
+            })
     }
 
     /// Adds ACLs (already present ones are no-ops), durably. One result per binding:

@@ -468,3 +468,115 @@ fn persisted_across_reopen() {
     assert!(!a.allows_everything());
     assert!(can(&a, "u", Operation::Write, "kept-1"));
 }
+
+#[test]
+fn kafka_codes_round_trip() {
+    use Operation::*;
+    for op in [
+        All,
+        Read,
+        Write,
+        Create,
+        Delete,
+        Alter,
+        Describe,
+        ClusterAction,
+        DescribeConfigs,
+        AlterConfigs,
+        IdempotentWrite,
+    ] {
+        assert_eq!(Operation::from_kafka_code(op.kafka_code()), Some(op));
+    }
+    assert_eq!(Operation::Write.kafka_code(), 4);
+    assert_eq!(Operation::from_kafka_code(KAFKA_ANY), None);
+    assert_eq!(Operation::from_kafka_code(0), None);
+    assert_eq!(Operation::from_kafka_code(13), None);
+    for rt in [
+        ResourceType::Topic,
+        ResourceType::Group,
+        ResourceType::Cluster,
+        ResourceType::TransactionalId,
+    ] {
+        assert_eq!(ResourceType::from_kafka_code(rt.kafka_code()), Some(rt));
+        assert!(rt.supported_operations().contains(&Operation::Describe));
+    }
+    assert_eq!(ResourceType::from_kafka_code(6), None); // delegation token
+    for p in [Permission::Allow, Permission::Deny] {
+        assert_eq!(Permission::from_kafka_code(p.kafka_code()), Some(p));
+    }
+    assert_eq!(Permission::from_kafka_code(KAFKA_ANY), None);
+    for p in [PatternType::Literal, PatternType::Prefixed] {
+        assert_eq!(
+            PatternFilter::from_kafka_code(p.kafka_code()),
+            Some(PatternFilter::Exactly(p))
+        );
+    }
+    assert_eq!(
+        PatternFilter::from_kafka_code(2),
+        Some(PatternFilter::Match)
+    );
+    assert_eq!(PatternFilter::from_kafka_code(0), None);
+}
+
+#[test]
+fn authorize_any_follows_kafka_by_resource_type() {
+    let any = |a: &Authorizer, user: &str| {
+        a.authorize_any(
+            &Principal::user(user),
+            HOST,
+            Operation::Write,
+            ResourceType::Topic,
+        )
+    };
+    // Nothing at all: the default decides; super users always.
+    assert!(!any(&with(vec![], false), "alice"));
+    assert!(any(&with(vec![], true), "alice"));
+    assert!(any(&with(vec![], false), "admin"));
+    // One literal ALLOW on some topic is enough.
+    let lit = allow_topic(
+        "orders",
+        PatternType::Literal,
+        "User:alice",
+        Operation::Write,
+    );
+    assert!(any(&with(vec![lit.clone()], false), "alice"));
+    assert!(!any(&with(vec![lit.clone()], false), "bob"));
+    // Not implied: Read does not count for Write.
+    let read = allow_topic(
+        "orders",
+        PatternType::Literal,
+        "User:alice",
+        Operation::Read,
+    );
+    assert!(!any(&with(vec![read], false), "alice"));
+    // A DENY of the same literal, or of a prefix of it, cancels it.
+    let deny = |name: &str, pattern| {
+        acl(
+            ResourceType::Topic,
+            name,
+            pattern,
+            "User:alice",
+            Operation::Write,
+            Permission::Deny,
+        )
+    };
+    let a = with(
+        vec![lit.clone(), deny("orders", PatternType::Literal)],
+        false,
+    );
+    assert!(!any(&a, "alice"));
+    let a = with(vec![lit.clone(), deny("ord", PatternType::Prefixed)], false);
+    assert!(!any(&a, "alice"));
+    // A prefixed ALLOW survives a longer prefixed DENY (some names are still allowed).
+    let pre = allow_topic("ord", PatternType::Prefixed, "User:alice", Operation::Write);
+    let a = with(vec![pre, deny("orders", PatternType::Prefixed)], false);
+    assert!(any(&a, "alice"));
+    // A wildcard DENY beats everything, even a wildcard ALLOW.
+    let star = allow_topic("*", PatternType::Literal, "User:*", Operation::All);
+    let a = with(
+        vec![star.clone(), lit, deny("*", PatternType::Literal)],
+        false,
+    );
+    assert!(!any(&a, "alice"));
+    assert!(any(&with(vec![star], false), "alice"));
+}

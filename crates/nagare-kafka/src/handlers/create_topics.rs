@@ -8,26 +8,51 @@ use kafka_protocol::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
 };
 use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
+use nagare_core::security::Operation;
 use nagare_core::{CoreError, TopicConfig};
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
 use crate::errors::{self, core_error, ResponseError};
+use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::CreateTopics,
     advertised: (2, 7),
     accepted: (2, 7),
-    call: |state, _session, req| Box::pin(handle(state, req)),
+    call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
-async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+async fn handle(
+    state: Arc<KafkaState>,
+    session: Arc<Session>,
+    req: ParsedRequest,
+) -> Result<Reply, KafkaError> {
     let request: CreateTopicsRequest = decode(&req)?;
+    // Create on the cluster covers every topic; otherwise each needs Create on itself.
+    let cluster_create = session.cluster_allowed(Operation::Create);
     let topics = request
         .topics
         .iter()
-        .map(|t| create(&state, t, request.validate_only, req.version))
+        .map(|t| {
+            if !cluster_create && !session.topic_allowed(Operation::Create, &t.name) {
+                return CreatableTopicResult::default()
+                    .with_name(t.name.clone())
+                    .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                    .with_error_message(Some(str_bytes("Authorization failed.")))
+                    .with_num_partitions(-1)
+                    .with_replication_factor(-1)
+                    .with_configs((req.version < 5).then(Vec::new));
+            }
+            let mut result = create(&state, t, request.validate_only, req.version);
+            // The resulting configs are shown only with DescribeConfigs on the topic.
+            if req.version >= 5 && !session.topic_allowed(Operation::DescribeConfigs, &t.name) {
+                result.topic_config_error_code = ResponseError::TopicAuthorizationFailed.code();
+                result.configs = None;
+            }
+            result
+        })
         .collect();
     encode(
         &CreateTopicsResponse::default().with_topics(topics),

@@ -4,35 +4,57 @@ use std::sync::Arc;
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{ApiKey, DeleteGroupsRequest, DeleteGroupsResponse};
+use nagare_core::security::Operation;
 
 use super::{decode, encode, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{self, group_error};
+use crate::errors::{self, group_error, ResponseError};
+use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::DeleteGroups,
     advertised: (0, 2),
     accepted: (0, 2),
-    call: |state, _session, req| Box::pin(handle(state, req)),
+    call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
-async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+async fn handle(
+    state: Arc<KafkaState>,
+    session: Arc<Session>,
+    req: ParsedRequest,
+) -> Result<Reply, KafkaError> {
     let request: DeleteGroupsRequest = decode(&req)?;
+    // Delete on each group; the others are not touched.
+    let authorized: Vec<bool> = request
+        .groups_names
+        .iter()
+        .map(|g| session.group_allowed(Operation::Delete, g))
+        .collect();
     let ids: Vec<String> = request
         .groups_names
         .iter()
-        .map(|g| g.0.to_string())
+        .zip(&authorized)
+        .filter(|(_, ok)| **ok)
+        .map(|(g, _)| g.0.to_string())
         .collect();
-    let results = state.groups.delete_groups(&ids).await;
+    let mut deleted = state.groups.delete_groups(&ids).await.into_iter();
     let results = request
         .groups_names
         .iter()
-        .zip(results)
-        .map(|(id, r)| {
+        .zip(&authorized)
+        .map(|(id, ok)| {
+            let error = if !ok {
+                ResponseError::GroupAuthorizationFailed.code()
+            } else {
+                match deleted.next() {
+                    Some(r) => r.err().map_or(errors::NONE, |e| group_error(&e).code()),
+                    None => ResponseError::UnknownServerError.code(),
+                }
+            };
             DeletableGroupResult::default()
                 .with_group_id(id.clone())
-                .with_error_code(r.err().map_or(errors::NONE, |e| group_error(&e).code()))
+                .with_error_code(error)
         })
         .collect();
     encode(

@@ -8,17 +8,19 @@ use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult,
 };
 use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
+use nagare_core::security::Operation;
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
 use crate::errors::{self, ResponseError};
+use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::DescribeConfigs,
     advertised: (1, 4),
     accepted: (1, 4),
-    call: |state, _session, req| Box::pin(handle(state, req)),
+    call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
 const TOPIC: i8 = 2;
@@ -28,7 +30,11 @@ const DYNAMIC_TOPIC_CONFIG: i8 = 1;
 const STATIC_BROKER_CONFIG: i8 = 4;
 const DEFAULT_CONFIG: i8 = 5;
 
-async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+async fn handle(
+    state: Arc<KafkaState>,
+    session: Arc<Session>,
+    req: ParsedRequest,
+) -> Result<Reply, KafkaError> {
     let request: DescribeConfigsRequest = decode(&req)?;
     let broker = &state.broker;
     let results = request
@@ -38,6 +44,21 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
             let result = DescribeConfigsResult::default()
                 .with_resource_type(r.resource_type)
                 .with_resource_name(r.resource_name.clone());
+            // DescribeConfigs on the topic, or on the cluster for the broker's entries.
+            let refused = match r.resource_type {
+                TOPIC if !session.topic_allowed(Operation::DescribeConfigs, &r.resource_name) => {
+                    Some(ResponseError::TopicAuthorizationFailed)
+                }
+                BROKER if !session.cluster_allowed(Operation::DescribeConfigs) => {
+                    Some(ResponseError::ClusterAuthorizationFailed)
+                }
+                _ => None,
+            };
+            if let Some(error) = refused {
+                return result
+                    .with_error_code(error.code())
+                    .with_error_message(Some(str_bytes("not authorized to describe configs")));
+            }
             let entries: Vec<(String, String, i8)> = match r.resource_type {
                 TOPIC => match broker.topic(&r.resource_name) {
                     Some(t) => {

@@ -5,25 +5,38 @@ use std::sync::Arc;
 
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{ApiKey, DescribeGroupsRequest, DescribeGroupsResponse};
+use nagare_core::security::{Operation, ResourceType};
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
+use crate::errors::ResponseError;
+use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::DescribeGroups,
     advertised: (0, 5),
     accepted: (0, 5),
-    call: |state, _session, req| Box::pin(handle(state, req)),
+    call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
-async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+async fn handle(
+    state: Arc<KafkaState>,
+    session: Arc<Session>,
+    req: ParsedRequest,
+) -> Result<Reply, KafkaError> {
     let request: DescribeGroupsRequest = decode(&req)?;
     let v = req.version;
     let groups = request
         .groups
         .iter()
         .map(|id| {
+            if !session.group_allowed(Operation::Describe, id) {
+                // Kafka's `groupError`: empty state, protocol and members.
+                return DescribedGroup::default()
+                    .with_group_id(id.clone())
+                    .with_error_code(ResponseError::GroupAuthorizationFailed.code());
+            }
             let d = state.groups.describe_group(id);
             let mut group = DescribedGroup::default()
                 .with_group_id(id.clone())
@@ -48,9 +61,9 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                         })
                         .collect(),
                 );
-            if v >= 3 {
-                // Authorized operations are not computed (no ACLs).
-                group.authorized_operations = i32::MIN;
+            if v >= 3 && request.include_authorized_operations {
+                group.authorized_operations =
+                    session.authorized_operations(ResourceType::Group, id);
             }
             group
         })

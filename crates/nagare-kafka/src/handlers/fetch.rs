@@ -14,6 +14,7 @@ use bytes::{BufMut, BytesMut};
 use futures_util::future::select_all;
 use kafka_protocol::messages::{ApiKey, FetchRequest};
 use nagare_core::log::LogError;
+use nagare_core::security::Operation;
 use nagare_core::{CoreError, Partition};
 use tokio::time::Instant;
 use uuid::Uuid;
@@ -21,6 +22,7 @@ use uuid::Uuid;
 use super::{decode, Handler};
 use crate::codec::ParsedRequest;
 use crate::errors::{self, core_error, ResponseError};
+use crate::session::Session;
 use crate::{Chunk, KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
@@ -29,7 +31,7 @@ pub(crate) const HANDLER: Handler = Handler {
     // replica state and directory ids used by followers).
     advertised: (4, 17),
     accepted: (4, 17),
-    call: |state, _session, req| Box::pin(handle(state, req)),
+    call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
 /// One requested partition, resolved.
@@ -61,7 +63,11 @@ pub(crate) struct TopicResult {
     pub partitions: Vec<PartitionResult>,
 }
 
-async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+async fn handle(
+    state: Arc<KafkaState>,
+    session: Arc<Session>,
+    req: ParsedRequest,
+) -> Result<Reply, KafkaError> {
     let request: FetchRequest = decode(&req)?;
     let max_wait = Duration::from_millis(
         (request.max_wait_ms.max(0) as u64).min(state.config.max_fetch_wait_ms as u64),
@@ -71,7 +77,7 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
     let max_bytes = (request.max_bytes.max(0) as u64)
         .min(state.config.max_fetch_bytes as u64)
         .min(1 << 30);
-    let targets = resolve(&state, &request, req.version);
+    let targets = resolve(&state, &session, &request, req.version);
     let deadline = Instant::now() + max_wait;
     loop {
         // Subscribe before reading so an append between the read and the wait still wakes us.
@@ -96,8 +102,18 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
     }
 }
 
-fn resolve(state: &KafkaState, request: &FetchRequest, version: i16) -> Vec<TopicTarget> {
+/// Finds each requested partition, with Kafka's consumer checks: Read on the topic, else
+/// TOPIC_AUTHORIZATION_FAILED. By name the check comes first, so an unauthorized client
+/// learns nothing about which topics exist; an unknown topic id is UNKNOWN_TOPIC_ID
+/// whoever asks (ids are not secret, as in Kafka).
+fn resolve(
+    state: &KafkaState,
+    session: &Session,
+    request: &FetchRequest,
+    version: i16,
+) -> Vec<TopicTarget> {
     let broker = &state.broker;
+    let denied = ResponseError::TopicAuthorizationFailed.code();
     request
         .topics
         .iter()
@@ -108,6 +124,15 @@ fn resolve(state: &KafkaState, request: &FetchRequest, version: i16) -> Vec<Topi
                     .into_iter()
                     .find(|x| x.id() == t.topic_id)
                     .ok_or(ResponseError::UnknownTopicId.code())
+                    .and_then(|topic| {
+                        if session.topic_allowed(Operation::Read, topic.name()) {
+                            Ok(topic)
+                        } else {
+                            Err(denied)
+                        }
+                    })
+            } else if !session.topic_allowed(Operation::Read, &t.topic) {
+                Err(denied)
             } else {
                 broker
                     .topic(&t.topic)

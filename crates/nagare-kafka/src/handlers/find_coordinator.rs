@@ -5,38 +5,60 @@ use std::sync::Arc;
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{ApiKey, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
+use nagare_core::security::{Operation, ResourceType};
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
 use crate::errors::{self, ResponseError};
+use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::FindCoordinator,
     advertised: (0, 6),
     accepted: (0, 6),
-    call: |state, _session, req| Box::pin(handle(state, req)),
+    call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
 /// Key type of a transactional id: transactions are not implemented.
 const KEY_TYPE_TRANSACTION: i8 = 1;
 
-async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+async fn handle(
+    state: Arc<KafkaState>,
+    session: Arc<Session>,
+    req: ParsedRequest,
+) -> Result<Reply, KafkaError> {
     let request: FindCoordinatorRequest = decode(&req)?;
-    let (error, node, host, port) = if request.key_type == KEY_TYPE_TRANSACTION {
-        (
-            ResponseError::CoordinatorNotAvailable.code(),
-            -1,
-            String::new(),
-            -1,
-        )
-    } else {
-        (
-            errors::NONE,
-            state.node_id(),
-            state.advertised_host.clone(),
-            state.advertised_port,
-        )
+    // Per key, as Kafka: Describe on the group, or on the transactional id.
+    let answer = |key: &str| {
+        let (allowed, denied) = if request.key_type == KEY_TYPE_TRANSACTION {
+            (
+                session.allowed(Operation::Describe, ResourceType::TransactionalId, key),
+                ResponseError::TransactionalIdAuthorizationFailed,
+            )
+        } else {
+            (
+                session.group_allowed(Operation::Describe, key),
+                ResponseError::GroupAuthorizationFailed,
+            )
+        };
+        if !allowed {
+            (denied.code(), -1, String::new(), -1)
+        } else if request.key_type == KEY_TYPE_TRANSACTION {
+            (
+                ResponseError::CoordinatorNotAvailable.code(),
+                -1,
+                String::new(),
+                -1,
+            )
+        } else {
+            (
+                errors::NONE,
+                state.node_id(),
+                state.advertised_host.clone(),
+                state.advertised_port,
+            )
+        }
     };
     let mut response = FindCoordinatorResponse::default();
     if req.version >= 4 {
@@ -44,15 +66,17 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
             .coordinator_keys
             .iter()
             .map(|key| {
+                let (error, node, host, port) = answer(key);
                 Coordinator::default()
                     .with_key(key.clone())
                     .with_node_id(BrokerId(node))
-                    .with_host(str_bytes(host.clone()))
+                    .with_host(str_bytes(host))
                     .with_port(port)
                     .with_error_code(error)
             })
             .collect();
     } else {
+        let (error, node, host, port) = answer(&request.key);
         response = response
             .with_error_code(error)
             .with_node_id(BrokerId(node))

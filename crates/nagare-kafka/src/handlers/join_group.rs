@@ -10,21 +10,34 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Message};
 use nagare_core::groups::{GroupError, JoinRequest, Protocol};
+use nagare_core::security::Operation;
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::group_error;
+use crate::errors::{group_error, ResponseError};
+use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::JoinGroup,
     advertised: (0, 9),
     accepted: (0, 9),
-    call: |state, _session, req| Box::pin(handle(state, req)),
+    call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
-async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+async fn handle(
+    state: Arc<KafkaState>,
+    session: Arc<Session>,
+    req: ParsedRequest,
+) -> Result<Reply, KafkaError> {
     let request: JoinGroupRequest = decode(&req)?;
+    if !session.group_allowed(Operation::Read, &request.group_id) {
+        // Kafka answers with an empty member id and no generation.
+        let response = JoinGroupResponse::default()
+            .with_error_code(ResponseError::GroupAuthorizationFailed.code())
+            .with_generation_id(-1);
+        return encode(&response, req.version);
+    }
     // Only the consumer protocol's metadata is a subscription; other group types (Connect,
     // Streams' own) are opaque, as in Kafka.
     let consumer = request.protocol_type.as_str() == "consumer";

@@ -6,20 +6,26 @@ use std::sync::Arc;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{ApiKey, LeaveGroupRequest, LeaveGroupResponse};
 use nagare_core::groups::LeavingMember;
+use nagare_core::security::Operation;
 
 use super::{decode, encode, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{self, group_error};
+use crate::errors::{self, group_error, ResponseError};
+use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::LeaveGroup,
     advertised: (0, 5),
     accepted: (0, 5),
-    call: |state, _session, req| Box::pin(handle(state, req)),
+    call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
-async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+async fn handle(
+    state: Arc<KafkaState>,
+    session: Arc<Session>,
+    req: ParsedRequest,
+) -> Result<Reply, KafkaError> {
     let request: LeaveGroupRequest = decode(&req)?;
     let leaving: Vec<LeavingMember> = if req.version >= 3 {
         request
@@ -37,6 +43,10 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
         }]
     };
     let mut response = LeaveGroupResponse::default();
+    if !session.group_allowed(Operation::Read, &request.group_id) {
+        response.error_code = ResponseError::GroupAuthorizationFailed.code();
+        return encode(&response, req.version);
+    }
     match state.groups.leave(&request.group_id.0, &leaving) {
         Err(e) => response.error_code = group_error(&e).code(),
         Ok(results) if req.version >= 3 => {

@@ -4,19 +4,25 @@ use std::sync::Arc;
 
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{ApiKey, GroupId, ListGroupsRequest, ListGroupsResponse};
+use nagare_core::security::Operation;
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
+use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::ListGroups,
     advertised: (0, 5),
     accepted: (0, 5),
-    call: |state, _session, req| Box::pin(handle(state, req)),
+    call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
-async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+async fn handle(
+    state: Arc<KafkaState>,
+    session: Arc<Session>,
+    req: ParsedRequest,
+) -> Result<Reply, KafkaError> {
     let request: ListGroupsRequest = decode(&req)?;
     let v = req.version;
     let states: Vec<String> = request
@@ -30,6 +36,9 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
             .types_filter
             .iter()
             .any(|t| t.eq_ignore_ascii_case("classic"));
+    // Describe on the cluster lists every group; otherwise only those the client may
+    // describe.
+    let all = session.cluster_allowed(Operation::Describe);
     let groups = state
         .groups
         .list_groups()
@@ -37,6 +46,7 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
         .filter(|g| {
             types_ok && (states.is_empty() || states.contains(&g.state.as_str().to_lowercase()))
         })
+        .filter(|g| all || session.group_allowed(Operation::Describe, &g.group_id))
         .map(|g| {
             let mut listed = ListedGroup::default()
                 .with_group_id(GroupId(str_bytes(g.group_id)))

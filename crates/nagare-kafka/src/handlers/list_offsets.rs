@@ -7,18 +7,20 @@ use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
+use nagare_core::security::Operation;
 use nagare_core::Partition;
 
 use super::{decode, encode, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{self, core_error};
+use crate::errors::{self, core_error, ResponseError};
+use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::ListOffsets,
     advertised: (1, 9),
     accepted: (1, 9),
-    call: |state, _session, req| Box::pin(handle(state, req)),
+    call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
 const LATEST: i64 = -1;
@@ -26,18 +28,30 @@ const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 
-async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+async fn handle(
+    state: Arc<KafkaState>,
+    session: Arc<Session>,
+    req: ParsedRequest,
+) -> Result<Reply, KafkaError> {
     let request: ListOffsetsRequest = decode(&req)?;
     let topics = request
         .topics
         .into_iter()
         .map(|t| {
+            // Describe on the topic, checked before its existence (as Kafka does).
+            let authorized = session.topic_allowed(Operation::Describe, &t.name);
             let partitions = t
                 .partitions
                 .iter()
                 .map(|p| {
                     let answer = ListOffsetsPartitionResponse::default()
                         .with_partition_index(p.partition_index);
+                    if !authorized {
+                        return answer
+                            .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                            .with_offset(-1)
+                            .with_timestamp(-1);
+                    }
                     match state.broker.partition(&t.name, p.partition_index) {
                         Ok(partition) => {
                             let (offset, timestamp) = lookup(&partition, p.timestamp);

@@ -1,6 +1,10 @@
 //! Metadata (3): one broker (us, at the advertised address), which leads every partition.
 //! A null topic list means every topic, an empty one none (v0: empty means every topic);
 //! unknown topics are created when the client and the broker allow it.
+//!
+//! Authorization as in Kafka: Describe on a topic to see it (hidden from the all-topics
+//! listing, TOPIC_AUTHORIZATION_FAILED when named), Create on the cluster or the topic to
+//! have it auto-created.
 
 use std::sync::Arc;
 
@@ -8,73 +12,124 @@ use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse, TopicName};
-use nagare_core::{CoreError, Topic};
+use nagare_core::security::acl::CLUSTER_NAME;
+use nagare_core::security::{Operation, ResourceType};
+use nagare_core::Topic;
 use uuid::Uuid;
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
 use crate::errors::{core_error, ResponseError};
+use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::Metadata,
     advertised: (0, 12),
     accepted: (0, 12),
-    call: |state, _session, req| Box::pin(handle(state, req)),
+    call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
-async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+async fn handle(
+    state: Arc<KafkaState>,
+    session: Arc<Session>,
+    req: ParsedRequest,
+) -> Result<Reply, KafkaError> {
     let request: MetadataRequest = decode(&req)?;
     let broker = &state.broker;
+    let version = req.version;
     let all = match &request.topics {
         None => true,
-        Some(t) => t.is_empty() && req.version == 0,
+        Some(t) => t.is_empty() && version == 0,
     };
-    let auto_create = req.version < 4 || request.allow_auto_topic_creation;
+    let auto_create =
+        (version < 4 || request.allow_auto_topic_creation) && broker.config().auto_create_topics;
     let node = BrokerId(state.node_id());
+    let denied = ResponseError::TopicAuthorizationFailed.code();
     let mut topics = Vec::new();
+    // Described topics also carry what this client may do with them, when asked.
+    let with_operations = |t: &Topic| {
+        let mut d = describe(t, node, version);
+        if version >= 8 && request.include_topic_authorized_operations {
+            d.topic_authorized_operations =
+                session.authorized_operations(ResourceType::Topic, t.name());
+        }
+        d
+    };
     if all {
+        // Topics the client may not describe are left out, not reported.
         for t in broker.list_topics() {
-            topics.push(describe(&t, node, req.version));
+            if session.topic_allowed(Operation::Describe, t.name()) {
+                topics.push(with_operations(&t));
+            }
         }
     } else {
         for wanted in request.topics.iter().flatten() {
             let found = match &wanted.name {
                 Some(name) => {
                     let name: &str = name;
-                    let result = if auto_create {
-                        broker.topic_or_create(name)
-                    } else {
+                    let failed = |code: i16| (code, Some(name.to_string()), Uuid::nil());
+                    if !session.topic_allowed(Operation::Describe, name) {
+                        // Checked before existence, so nothing is disclosed (and nothing
+                        // created).
+                        Err(failed(denied))
+                    } else if let Some(t) = broker.topic(name) {
+                        Ok(t)
+                    } else if auto_create && !may_create(&session, name) {
+                        Err(failed(denied))
+                    } else if auto_create {
                         broker
-                            .topic(name)
-                            .ok_or_else(|| CoreError::UnknownTopic(name.to_string()))
-                    };
-                    result.map_err(|e| (core_error(&e).code(), Some(name.to_string()), Uuid::nil()))
+                            .topic_or_create(name)
+                            .map_err(|e| failed(core_error(&e).code()))
+                    } else {
+                        Err(failed(ResponseError::UnknownTopicOrPartition.code()))
+                    }
                 }
-                None => broker
+                None => match broker
                     .list_topics()
                     .into_iter()
                     .find(|t| t.id() == wanted.topic_id)
-                    .ok_or((ResponseError::UnknownTopicId.code(), None, wanted.topic_id)),
+                {
+                    None => Err((ResponseError::UnknownTopicId.code(), None, wanted.topic_id)),
+                    // Ids are not secret: Kafka answers TOPIC_AUTHORIZATION_FAILED with
+                    // the id (and no name) here.
+                    Some(t) if !session.topic_allowed(Operation::Describe, t.name()) => {
+                        Err((denied, None, wanted.topic_id))
+                    }
+                    Some(t) => Ok(t),
+                },
             };
             topics.push(match found {
-                Ok(t) => describe(&t, node, req.version),
+                Ok(t) => with_operations(&t),
                 Err((error_code, name, id)) => MetadataResponseTopic::default()
                     .with_error_code(error_code)
                     .with_name(name.map(|n| TopicName(str_bytes(n))))
-                    .with_topic_id(if req.version >= 10 { id } else { Uuid::nil() }),
+                    .with_topic_id(if version >= 10 { id } else { Uuid::nil() }),
             });
         }
     }
-    let response = MetadataResponse::default()
+    let mut response = MetadataResponse::default()
         .with_brokers(vec![MetadataResponseBroker::default()
             .with_node_id(node)
             .with_host(str_bytes(state.advertised_host.clone()))
             .with_port(state.advertised_port)])
-        .with_cluster_id((req.version >= 2).then(|| str_bytes(broker.cluster_id())))
-        .with_controller_id(if req.version >= 1 { node } else { BrokerId(-1) })
+        .with_cluster_id((version >= 2).then(|| str_bytes(broker.cluster_id())))
+        .with_controller_id(if version >= 1 { node } else { BrokerId(-1) })
         .with_topics(topics);
-    encode(&response, req.version)
+    // The field exists at v8-10 only; 0 (not the "not asked" sentinel) without Describe.
+    if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
+        response.cluster_authorized_operations = if session.cluster_allowed(Operation::Describe) {
+            session.authorized_operations(ResourceType::Cluster, CLUSTER_NAME)
+        } else {
+            0
+        };
+    }
+    encode(&response, version)
+}
+
+/// Auto-creation needs Create on the cluster or on the topic itself.
+fn may_create(session: &Session, topic: &str) -> bool {
+    session.cluster_allowed(Operation::Create) || session.topic_allowed(Operation::Create, topic)
 }
 
 fn describe(topic: &Topic, node: BrokerId, version: i16) -> MetadataResponseTopic {

@@ -16,10 +16,13 @@ use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) mod alter_user_scram_credentials;
 pub(crate) mod api_versions;
+pub(crate) mod create_acls;
 pub(crate) mod create_partitions;
 pub(crate) mod create_topics;
+pub(crate) mod delete_acls;
 pub(crate) mod delete_groups;
 pub(crate) mod delete_topics;
+pub(crate) mod describe_acls;
 pub(crate) mod describe_cluster;
 pub(crate) mod describe_configs;
 pub(crate) mod describe_groups;
@@ -95,6 +98,9 @@ pub(crate) static REGISTRY: &[Handler] = &[
     sasl_authenticate::HANDLER,
     describe_user_scram_credentials::HANDLER,
     alter_user_scram_credentials::HANDLER,
+    describe_acls::HANDLER,
+    create_acls::HANDLER,
+    delete_acls::HANDLER,
 ];
 
 /// One slot per API key number: the handler of every implemented key, found with one
@@ -175,6 +181,8 @@ pub(crate) fn str_bytes(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
 }
 
+#[cfg(test)]
+mod acl_tests;
 #[cfg(test)]
 mod group_tests;
 #[cfg(test)]

@@ -8,25 +8,43 @@ use kafka_protocol::messages::offset_commit_response::{
 };
 use kafka_protocol::messages::{ApiKey, OffsetCommitRequest, OffsetCommitResponse};
 use nagare_core::groups::{self, GroupError, OffsetCommit};
+use nagare_core::security::Operation;
 
 use super::{decode, encode, Handler};
 use crate::codec::ParsedRequest;
 use crate::errors::{self, group_error, ResponseError};
+use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::OffsetCommit,
     advertised: (2, 9),
     accepted: (2, 9),
-    call: |state, _session, req| Box::pin(handle(state, req)),
+    call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
-async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+async fn handle(
+    state: Arc<KafkaState>,
+    session: Arc<Session>,
+    req: ParsedRequest,
+) -> Result<Reply, KafkaError> {
     let request: OffsetCommitRequest = decode(&req)?;
     // Per partition: Ok(index into the commit) or the error it gets without committing.
     let mut slots: Vec<Vec<Result<usize, i16>>> = Vec::with_capacity(request.topics.len());
     let mut commits = Vec::new();
+    // Read on the group refuses every partition at once (Kafka's whole-request error);
+    // then Read on each topic, checked before the topic's existence.
+    let group_allowed = session.group_allowed(Operation::Read, &request.group_id);
     for t in &request.topics {
+        if !group_allowed || !session.topic_allowed(Operation::Read, &t.name) {
+            let code = if group_allowed {
+                ResponseError::TopicAuthorizationFailed.code()
+            } else {
+                ResponseError::GroupAuthorizationFailed.code()
+            };
+            slots.push(t.partitions.iter().map(|_| Err(code)).collect());
+            continue;
+        }
         let count = state
             .broker
             .topic(&t.name.0)

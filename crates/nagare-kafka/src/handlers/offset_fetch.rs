@@ -9,46 +9,73 @@ use kafka_protocol::messages::offset_fetch_response::{
 };
 use kafka_protocol::messages::{ApiKey, OffsetFetchRequest, OffsetFetchResponse, TopicName};
 use nagare_core::groups::{CommittedOffset, TopicPartition};
+use nagare_core::security::Operation;
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
+use crate::errors::{self, ResponseError};
+use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::OffsetFetch,
     advertised: (1, 9),
     accepted: (1, 9),
-    call: |state, _session, req| Box::pin(handle(state, req)),
+    call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
-/// One topic's partitions with what is committed for each.
-type TopicOffsets = (String, Vec<(i32, Option<CommittedOffset>)>);
+/// One topic's partitions with what is committed for each, and the error every one of
+/// them gets (TOPIC_AUTHORIZATION_FAILED for a topic the client may not describe).
+type TopicOffsets = (String, i16, Vec<(i32, Option<CommittedOffset>)>);
 
 /// The committed offsets of one group, grouped by topic in request order (or the
-/// group's own order when all are asked for).
+/// group's own order when all are asked for). As Kafka: named topics the client may not
+/// describe are answered TOPIC_AUTHORIZATION_FAILED; when all are asked for, they are
+/// left out.
 fn fetch(
     state: &KafkaState,
+    session: &Session,
     group: &str,
     asked: Option<Vec<(String, Vec<i32>)>>,
 ) -> Vec<TopicOffsets> {
-    let wanted: Option<Vec<TopicPartition>> = asked.as_ref().map(|topics| {
-        topics
-            .iter()
-            .flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p)))
-            .collect()
+    let mut denied: Vec<TopicOffsets> = Vec::new();
+    let wanted: Option<Vec<TopicPartition>> = asked.map(|topics| {
+        let mut wanted = Vec::new();
+        for (t, ps) in topics {
+            if session.topic_allowed(Operation::Describe, &t) {
+                wanted.extend(ps.into_iter().map(|p| (t.clone(), p)));
+            } else {
+                let partitions = ps.into_iter().map(|p| (p, None)).collect();
+                denied.push((
+                    t,
+                    ResponseError::TopicAuthorizationFailed.code(),
+                    partitions,
+                ));
+            }
+        }
+        wanted
     });
+    let all = wanted.is_none();
     let found = state.groups.fetch_offsets(group, wanted.as_deref());
     let mut out: Vec<TopicOffsets> = Vec::new();
     for ((topic, partition), offset) in found {
         match out.last_mut() {
-            Some((t, ps)) if *t == topic => ps.push((partition, offset)),
-            _ => out.push((topic, vec![(partition, offset)])),
+            Some((t, _, ps)) if *t == topic => ps.push((partition, offset)),
+            _ => out.push((topic, errors::NONE, vec![(partition, offset)])),
         }
     }
+    if all {
+        out.retain(|(t, _, _)| session.topic_allowed(Operation::Describe, t));
+    }
+    out.extend(denied);
     out
 }
 
-async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+async fn handle(
+    state: Arc<KafkaState>,
+    session: Arc<Session>,
+    req: ParsedRequest,
+) -> Result<Reply, KafkaError> {
     let request: OffsetFetchRequest = decode(&req)?;
     let v = req.version;
     let mut response = OffsetFetchResponse::default();
@@ -59,9 +86,17 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                     .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
                     .collect()
             });
-            let topics = fetch(&state, &g.group_id.0, asked)
+            if !session.group_allowed(Operation::Describe, &g.group_id) {
+                response.groups.push(
+                    OffsetFetchResponseGroup::default()
+                        .with_group_id(g.group_id.clone())
+                        .with_error_code(ResponseError::GroupAuthorizationFailed.code()),
+                );
+                continue;
+            }
+            let topics = fetch(&state, &session, &g.group_id.0, asked)
                 .into_iter()
-                .map(|(t, ps)| {
+                .map(|(t, error, ps)| {
                     OffsetFetchResponseTopics::default()
                         .with_name(TopicName(str_bytes(t)))
                         .with_partitions(
@@ -70,6 +105,7 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                                     let (offset, epoch, meta) = parts(o);
                                     OffsetFetchResponsePartitions::default()
                                         .with_partition_index(p)
+                                        .with_error_code(error)
                                         .with_committed_offset(offset)
                                         .with_committed_leader_epoch(epoch)
                                         .with_metadata(Some(str_bytes(meta)))
@@ -90,9 +126,12 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                 .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
                 .collect()
         });
-        response.topics = fetch(&state, &request.group_id.0, asked)
+        if !session.group_allowed(Operation::Describe, &request.group_id) {
+            return encode(&group_refused(&request, v), v);
+        }
+        response.topics = fetch(&state, &session, &request.group_id.0, asked)
             .into_iter()
-            .map(|(t, ps)| {
+            .map(|(t, error, ps)| {
                 OffsetFetchResponseTopic::default()
                     .with_name(TopicName(str_bytes(t)))
                     .with_partitions(
@@ -101,6 +140,7 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                                 let (offset, epoch, meta) = parts(o);
                                 OffsetFetchResponsePartition::default()
                                     .with_partition_index(p)
+                                    .with_error_code(error)
                                     .with_committed_offset(offset)
                                     .with_committed_leader_epoch(if v >= 5 { epoch } else { -1 })
                                     .with_metadata(Some(str_bytes(meta)))
@@ -111,6 +151,39 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
             .collect();
     }
     encode(&response, v)
+}
+
+/// Kafka's answer (v1-7) for a group the client may not describe: the error at the top
+/// (v2+) and, as v1 has no top-level error, on every partition asked for.
+fn group_refused(request: &OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
+    let error = ResponseError::GroupAuthorizationFailed.code();
+    let mut response = OffsetFetchResponse::default();
+    if version >= 2 {
+        response.error_code = error;
+        return response;
+    }
+    response.topics = request
+        .topics
+        .iter()
+        .flatten()
+        .map(|t| {
+            OffsetFetchResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_partitions(
+                    t.partition_indexes
+                        .iter()
+                        .map(|p| {
+                            OffsetFetchResponsePartition::default()
+                                .with_partition_index(*p)
+                                .with_committed_offset(-1)
+                                .with_metadata(Some(str_bytes("")))
+                                .with_error_code(error)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    response
 }
 
 /// Offset, leader epoch and metadata to report: -1 and "" for nothing committed.

@@ -9,12 +9,14 @@ use futures_util::future::join_all;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 use nagare_core::log::batch;
+use nagare_core::security::{Operation, ResourceType};
 use nagare_core::AckLevel;
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
 use crate::errors::{self, batch_error, core_error, ResponseError};
 use crate::rejected;
+use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
@@ -22,7 +24,7 @@ pub(crate) const HANDLER: Handler = Handler {
     // Listed like a Kafka release does; 0-2 (message format v0/v1) are never answered.
     advertised: (0, 11),
     accepted: (3, 11),
-    call: |state, _session, req| Box::pin(handle(state, req)),
+    call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
 /// The outcome for one partition.
@@ -49,7 +51,11 @@ impl Outcome {
     }
 }
 
-async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+async fn handle(
+    state: Arc<KafkaState>,
+    session: Arc<Session>,
+    req: ParsedRequest,
+) -> Result<Reply, KafkaError> {
     let request: ProduceRequest = decode(&req)?;
     let ack = match request.acks {
         0 => Some(AckLevel::None),
@@ -57,13 +63,25 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
         -1 => Some(AckLevel::Durable),
         _ => None,
     };
-    let transactional = request
+    let transactional_id = request
         .transactional_id
-        .as_ref()
-        .is_some_and(|t| !t.is_empty());
+        .as_deref()
+        .filter(|t| !t.is_empty());
+    // As Kafka: a transactional producer needs Write on its transactional id before any
+    // topic is looked at. Transactions are refused either way; the check decides which
+    // reason the producer is told.
+    let transaction_error = transactional_id.map(|id| {
+        if session.allowed(Operation::Write, ResourceType::TransactionalId, id) {
+            "transactions are not supported"
+        } else {
+            "not authorized to use this transactional id"
+        }
+    });
     let mut topics = Vec::with_capacity(request.topic_data.len());
     for topic in request.topic_data {
         let name: String = topic.name.to_string();
+        // One check per topic, not per partition or record (cached per connection).
+        let authorized = session.topic_allowed(Operation::Write, &name);
         let work: Vec<_> = topic
             .partition_data
             .into_iter()
@@ -71,16 +89,20 @@ async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Kaf
                 let state = state.clone();
                 let name = name.clone();
                 async move {
-                    let outcome = match ack {
-                        None => Outcome::error(
+                    let outcome = match (ack, transaction_error) {
+                        (None, _) => Outcome::error(
                             ResponseError::InvalidRequiredAcks,
                             "acks must be 0, 1 or -1",
                         ),
-                        Some(_) if transactional => Outcome::error(
+                        (Some(_), Some(reason)) => Outcome::error(
                             ResponseError::TransactionalIdAuthorizationFailed,
-                            "transactions are not supported",
+                            reason,
                         ),
-                        Some(ack) => {
+                        (Some(_), None) if !authorized => Outcome::error(
+                            ResponseError::TopicAuthorizationFailed,
+                            "not authorized to write to this topic",
+                        ),
+                        (Some(ack), None) => {
                             produce_partition(&state, &name, p.index, p.records, ack).await
                         }
                     };

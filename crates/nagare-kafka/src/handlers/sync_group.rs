@@ -5,21 +5,33 @@ use std::sync::Arc;
 use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, SyncGroupRequest, SyncGroupResponse};
 use nagare_core::groups::SyncRequest;
+use nagare_core::security::Operation;
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::group_error;
+use crate::errors::{group_error, ResponseError};
+use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::SyncGroup,
     advertised: (0, 5),
     accepted: (0, 5),
-    call: |state, _session, req| Box::pin(handle(state, req)),
+    call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
-async fn handle(state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, KafkaError> {
+async fn handle(
+    state: Arc<KafkaState>,
+    session: Arc<Session>,
+    req: ParsedRequest,
+) -> Result<Reply, KafkaError> {
     let request: SyncGroupRequest = decode(&req)?;
+    if !session.group_allowed(Operation::Read, &request.group_id) {
+        let response = SyncGroupResponse::default()
+            .with_error_code(ResponseError::GroupAuthorizationFailed.code())
+            .with_assignment(Bytes::new());
+        return encode(&response, req.version);
+    }
     let sync = SyncRequest {
         group_id: request.group_id.0.to_string(),
         member_id: request.member_id.to_string(),

@@ -14,17 +14,20 @@ use crate::codec::ParsedRequest;
 use crate::{Chunk, Config, KafkaState, Reply};
 
 fn state(dir: &std::path::Path) -> Arc<KafkaState> {
+    state_with(dir, Default::default())
+}
+
+fn state_with(
+    dir: &std::path::Path,
+    security: nagare_core::security::SecurityConfig,
+) -> Arc<KafkaState> {
     let broker = Broker::open(BrokerConfig {
         data_dir: dir.to_path_buf(),
         ..BrokerConfig::default()
     })
     .unwrap();
-    let (core, tasks) = Subsystems::open(
-        &broker,
-        Config::default().group_config(),
-        Default::default(),
-    )
-    .unwrap();
+    let (core, tasks) =
+        Subsystems::open(&broker, Config::default().group_config(), security).unwrap();
     tasks.spawn();
     Arc::new(KafkaState::with_address(
         broker,
@@ -164,6 +167,47 @@ fn request(state: &KafkaState, key: ApiKey, version: i16) -> Option<Bytes> {
             ]),
             version,
         ),
+        ApiKey::CreateAcls => body(
+            &CreateAclsRequest::default().with_creations(vec![
+                create_acls_request::AclCreation::default()
+                    .with_resource_type(2)
+                    .with_resource_name(str_bytes("acl-t"))
+                    .with_resource_pattern_type(3)
+                    .with_principal(str_bytes("User:bob"))
+                    .with_host(str_bytes("*"))
+                    .with_operation(3)
+                    .with_permission_type(3),
+                // Invalid (ANY permission): answered on its own.
+                create_acls_request::AclCreation::default()
+                    .with_resource_type(2)
+                    .with_resource_name(str_bytes("acl-t"))
+                    .with_resource_pattern_type(3)
+                    .with_principal(str_bytes("User:bob"))
+                    .with_host(str_bytes("*"))
+                    .with_operation(3)
+                    .with_permission_type(1),
+            ]),
+            version,
+        ),
+        ApiKey::DescribeAcls => body(
+            &DescribeAclsRequest::default()
+                .with_resource_type_filter(1)
+                .with_pattern_type_filter(1)
+                .with_operation(1)
+                .with_permission_type(1),
+            version,
+        ),
+        ApiKey::DeleteAcls => body(
+            &DeleteAclsRequest::default().with_filters(vec![
+                delete_acls_request::DeleteAclsFilter::default()
+                    .with_resource_type_filter(2)
+                    .with_resource_name_filter(Some(str_bytes("acl-t")))
+                    .with_pattern_type_filter(1)
+                    .with_operation(1)
+                    .with_permission_type(1),
+            ]),
+            version,
+        ),
         _ => return None,
     })
 }
@@ -223,6 +267,39 @@ async fn every_handler_answers_every_accepted_version() {
             )
             .await
             .unwrap_or_else(|e| panic!("{:?} v{version}: {e}", h.key));
+            decode_response(h.key, flatten(reply), version);
+        }
+    }
+}
+
+/// The refusals too must encode at every version: the same requests from a user no ACL
+/// allows anything, on a broker that demands authentication.
+#[tokio::test]
+async fn every_handler_answers_refusals_at_every_accepted_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = state_with(
+        dir.path(),
+        nagare_core::security::SecurityConfig {
+            auth_required: true,
+            ..Default::default()
+        },
+    );
+    let nobody =
+        crate::session::Session::as_user(&state, nagare_core::security::Principal::user("nobody"));
+    for h in REGISTRY {
+        for version in h.accepted.0..=h.accepted.1 {
+            let Some(body) = request(&state, h.key, version) else {
+                break;
+            };
+            let req = ParsedRequest {
+                api_key: h.key,
+                version,
+                header: RequestHeader::default().with_request_api_key(h.key as i16),
+                body,
+            };
+            let reply = (h.call)(state.clone(), nobody.clone(), req)
+                .await
+                .unwrap_or_else(|e| panic!("{:?} v{version}: {e}", h.key));
             decode_response(h.key, flatten(reply), version);
         }
     }
