@@ -37,6 +37,8 @@ CLASSPATH = f"{JAVA_DIR / 'classes'}:{JAVA_DIR / 'lib'}/*"
 KGO_BUILD = HERE / "go" / "build"
 
 USERS = {"java": "java-scram-secret-1", "kgo": "kgo-scram-secret-2"}
+# Not a super user: what she may do comes from ACLs.
+CAROL = "carol-scram-secret-3"
 
 # franz-go kgo tests that pass against nagare over SASL_SSL + SCRAM-SHA-512.
 KGO_TESTS = [
@@ -89,7 +91,7 @@ def secure(tmp_path_factory):
     r = run(BIN, "tls", "self-signed", "--out", other)
     assert r.returncode == 0, r.stderr
     data = base / "data"
-    for name, pw in USERS.items():
+    for name, pw in list(USERS.items()) + [("carol", CAROL)]:
         r = run(BIN, "user", "add", name, "--password", pw, "--data-dir", data)
         assert r.returncode == 0, r.stderr
     config = base / "nagare.toml"
@@ -200,3 +202,50 @@ def test_franz_go_kgo_suite_over_sasl_ssl_scram_sha512(secure):
 
 def test_franz_go_kgo_dialer_tests_over_sasl_plaintext(secure):
     kgo(secure, KGO_PLAINTEXT_TESTS, secure.ports["kafka.1"], tls=False, timeout=60)
+
+
+def acl_tool(n, tmp_path, *args):
+    """Kafka's own ACL tool (org.apache.kafka.tools.AclCommand, kafka-tools 4.3.1) as the
+    super user `java` over SASL_SSL."""
+    props = tmp_path / "admin.properties"
+    props.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="java" password="{USERS["java"]}";\n'
+        f"ssl.truststore.type=PEM\nssl.truststore.location={n.certs / 'ca.pem'}\n")
+    r = subprocess.run(["java", "-cp", CLASSPATH, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                        "org.apache.kafka.tools.AclCommand", "--bootstrap-server", n.kafka,
+                        "--command-config", str(props), *args],
+                       capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr[-4000:]
+    return r.stdout
+
+
+def carol_produces(n, topic):
+    """Whether carol (SCRAM-SHA-256 over SASL_SSL, confluent-kafka) may write `topic`."""
+    from confluent_kafka import Producer
+    errors = []
+    p = Producer({"bootstrap.servers": n.kafka, "security.protocol": "SASL_SSL",
+                  "ssl.ca.location": str(n.certs / "ca.pem"), "sasl.mechanism": "SCRAM-SHA-256",
+                  "sasl.username": "carol", "sasl.password": CAROL,
+                  "message.timeout.ms": 8000})
+    p.produce(topic, b"from carol", on_delivery=lambda err, _m: errors.append(err))
+    p.flush(15)
+    assert len(errors) == 1
+    return errors[0] is None
+
+
+def test_kafkas_own_acl_tool(secure, tmp_path):
+    topic = f"acl-tool-{uuid.uuid4().hex[:6]}"
+    assert not carol_produces(secure, topic)
+    acl_tool(secure, tmp_path, "--add", "--allow-principal", "User:carol",
+             "--operation", "Write", "--operation", "Create", "--operation", "Describe",
+             "--topic", topic)
+    listed = acl_tool(secure, tmp_path, "--list", "--topic", topic)
+    assert "User:carol" in listed and "WRITE" in listed and "ALLOW" in listed, listed
+    assert carol_produces(secure, topic)
+    acl_tool(secure, tmp_path, "--remove", "--force", "--allow-principal", "User:carol",
+             "--operation", "Write", "--operation", "Create", "--operation", "Describe",
+             "--topic", topic)
+    assert "User:carol" not in acl_tool(secure, tmp_path, "--list", "--topic", topic)
+    assert not carol_produces(secure, topic)
