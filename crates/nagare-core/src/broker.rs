@@ -13,6 +13,15 @@ use crate::{
     validate_topic_name, BrokerConfig, CoreError, DataDirLock, Partition, Topic, TopicConfig,
 };
 
+/// Kafka's internal topics: their state lives in nagare's own internal logs, and their
+/// names stay unusable for ordinary topics, as in Kafka.
+const KAFKA_INTERNAL_TOPICS: [&str; 4] = [
+    "__consumer_offsets",
+    "__transaction_state",
+    "__share_group_state",
+    "__cluster_metadata",
+];
+
 /// Owns the data directory: the topic registry and every partition log, plus the
 /// internal logs other parts of the core keep their state in.
 pub struct Broker {
@@ -110,13 +119,21 @@ impl Broker {
             .partition(index)
     }
 
-    /// Checks a creation without doing it (Kafka `validate_only`).
+    /// Checks a creation without doing it (Kafka `validate_only`). Besides the name rules,
+    /// refuses the `__nagare` prefix and the names of Kafka's internal topics, which no
+    /// client may create or write in Kafka either.
     pub fn validate_new_topic(&self, name: &str, partitions: Option<u32>) -> Result<(), CoreError> {
         validate_topic_name(name)?;
         if name.starts_with("__nagare") {
             return Err(CoreError::InvalidTopicName {
                 name: name.to_string(),
                 reason: "the __nagare prefix is reserved for internal logs",
+            });
+        }
+        if KAFKA_INTERNAL_TOPICS.contains(&name) {
+            return Err(CoreError::InvalidTopicName {
+                name: name.to_string(),
+                reason: "the name of one of Kafka's internal topics (nagare keeps that state in its own internal logs)",
             });
         }
         if let Some(p) = partitions {

@@ -195,6 +195,15 @@ async fn internal_logs_are_not_topics() {
     assert!(broker
         .create_topic("__nagare_x", None, TopicConfig::default())
         .is_err());
+    // Kafka's internal topic names are not ordinary topics either.
+    for name in ["__consumer_offsets", "__transaction_state"] {
+        assert!(broker
+            .create_topic(name, None, TopicConfig::default())
+            .is_err());
+    }
+    assert!(broker
+        .create_topic("__my_own", None, TopicConfig::default())
+        .is_ok());
 }
 
 /// A creation that fails part-way (here: a file sits where partition 3's directory
