@@ -199,6 +199,12 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         settings.listeners.max_connections,
         settings.listeners.max_connections_per_ip,
     );
+    // The admin API counts on its own: clients filling the protocol listeners up to the
+    // limits must not lock the operator out of /metrics and the admin routes.
+    let http_limits = ConnectionLimits::new(
+        settings.listeners.max_connections,
+        settings.listeners.max_connections_per_ip,
+    );
     let grace = Duration::from_millis(settings.listeners.shutdown_grace_ms);
     let idle = |ms: u64| (ms > 0).then(|| Duration::from_millis(ms));
 
@@ -235,7 +241,11 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         };
         let options = ListenerOptions {
             name: label,
-            limits: limits.clone(),
+            limits: if l.protocol == "http" {
+                http_limits.clone()
+            } else {
+                limits.clone()
+            },
             grace,
             auth_required: l.auth == AuthMode::Required,
             tls: if l.tls { tls.clone() } else { None },
