@@ -11,10 +11,11 @@ use nagare_core::log::batch::{build_batch, NewRecord};
 use nagare_core::security::{Principal, SecurityConfig};
 use nagare_core::{Broker, BrokerConfig, Subsystems};
 
+use super::tests::flatten;
 use super::{lookup, str_bytes};
 use crate::codec::ParsedRequest;
 use crate::session::Session;
-use crate::{Chunk, Config, KafkaState, Reply};
+use crate::{Config, KafkaState};
 
 const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
 const GROUP_AUTHORIZATION_FAILED: i16 = 30;
@@ -46,29 +47,9 @@ fn state(dir: &std::path::Path) -> Arc<KafkaState> {
     ))
 }
 
-fn flatten(reply: Reply) -> Bytes {
-    match reply {
-        Reply::Body(b) => b,
-        Reply::Nothing => Bytes::new(),
-        Reply::Chunks(chunks) => {
-            let mut out = Vec::new();
-            for c in chunks {
-                match c {
-                    Chunk::Mem(m) => out.extend_from_slice(&m),
-                    Chunk::File(f) => {
-                        let mut buf = vec![0; f.len as usize];
-                        std::os::unix::fs::FileExt::read_exact_at(&*f.file, &mut buf, f.position)
-                            .unwrap();
-                        out.extend_from_slice(&buf);
-                    }
-                }
-            }
-            out.into()
-        }
-    }
-}
-
-async fn call<Req: Encodable, Resp: Decodable>(
+/// Calls the handler of `key` on `session`, decoding the answer (shared by the group
+/// tests, which call as an anonymous session).
+pub(super) async fn call<Req: Encodable, Resp: Decodable>(
     state: &Arc<KafkaState>,
     session: &Arc<Session>,
     key: ApiKey,

@@ -3,14 +3,13 @@
 
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable};
 use nagare_core::{Broker, BrokerConfig, Subsystems};
 
-use super::{lookup, str_bytes};
-use crate::codec::ParsedRequest;
-use crate::{Config, KafkaState, Reply};
+use super::str_bytes;
+use crate::{Config, KafkaState};
 
 fn state(dir: &std::path::Path) -> Arc<KafkaState> {
     let broker = Broker::open(BrokerConfig {
@@ -41,30 +40,14 @@ async fn call<Req: Encodable, Resp: Decodable>(
     version: i16,
     msg: &Req,
 ) -> Resp {
-    let mut b = BytesMut::new();
-    msg.encode(&mut b, version).unwrap();
-    let req = ParsedRequest {
-        api_key: key,
+    super::acl_tests::call(
+        state,
+        &crate::session::Session::for_tests(state),
+        key,
         version,
-        header: RequestHeader::default().with_client_id(Some(str_bytes("test"))),
-        body: b.freeze(),
-    };
-    let handler = lookup(key as i16).unwrap();
-    assert!(handler.accepts(version));
-    let reply = (handler.call)(
-        state.clone(),
-        crate::session::Session::for_tests(state),
-        req,
+        msg,
     )
     .await
-    .unwrap_or_else(|e| panic!("{key:?} v{version}: {e}"));
-    let Reply::Body(mut body) = reply else {
-        panic!("{key:?} v{version}: no body")
-    };
-    let r = Resp::decode(&mut body, version)
-        .unwrap_or_else(|e| panic!("{key:?} v{version} response: {e}"));
-    assert!(body.is_empty(), "{key:?} v{version}: bytes left over");
-    r
 }
 
 fn group(s: &str) -> GroupId {

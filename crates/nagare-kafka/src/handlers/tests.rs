@@ -212,7 +212,8 @@ fn request(state: &KafkaState, key: ApiKey, version: i16) -> Option<Bytes> {
     })
 }
 
-fn flatten(reply: Reply) -> Bytes {
+/// A reply as the bytes a client would read (file ranges read in).
+pub(super) fn flatten(reply: Reply) -> Bytes {
     match reply {
         Reply::Body(b) => b,
         Reply::Nothing => Bytes::new(),
