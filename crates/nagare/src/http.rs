@@ -15,8 +15,8 @@ use axum::{Extension, Json, Router};
 use hyper::body::Incoming;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use nagare_core::security::{Operation, ResourceType, Security};
-use nagare_core::{Broker, CoreError, Topic};
-use nagare_listener::Connection;
+use nagare_core::{Broker, CoreError, Subsystems, Topic};
+use nagare_listener::{Connection, ConnectionRegistry};
 use serde::{Deserialize, Serialize};
 
 use crate::http_auth::{Caller, HttpAuth};
@@ -26,6 +26,7 @@ struct AppState {
     broker: Arc<Broker>,
     metrics: PrometheusHandle,
     security: Security,
+    ops: Ops,
 }
 
 impl FromRef<AppState> for Security {
@@ -34,13 +35,38 @@ impl FromRef<AppState> for Security {
     }
 }
 
+/// What the operations routes (`/status`, `/connections`, `/groups`, `/queues`,
+/// `/forward/routes`, `/metrics`) read beside the topics; handlers take `State<Ops>`.
+#[derive(Clone)]
+// `core`, `forward` and `started_at_ms` are read by the routes that come next.
+#[allow(dead_code)]
+pub(crate) struct Ops {
+    pub broker: Arc<Broker>,
+    pub security: Security,
+    /// Every open connection of every listener.
+    pub connections: Arc<ConnectionRegistry>,
+    /// Groups, queues, producer ids; `None` only in tests that run the API alone.
+    pub core: Option<Subsystems>,
+    /// The main forward listener's state (routes and their counters).
+    pub forward: Option<Arc<nagare_forward::ForwardState>>,
+    /// When `serve` started, unix ms.
+    pub started_at_ms: i64,
+}
+
+impl FromRef<AppState> for Ops {
+    fn from_ref(s: &AppState) -> Ops {
+        s.ops.clone()
+    }
+}
+
 pub(crate) fn install_metrics() -> anyhow::Result<PrometheusHandle> {
     Ok(PrometheusBuilder::new().install_recorder()?)
 }
 
 /// The admin API, behind the authentication middleware.
-pub(crate) fn app(broker: Arc<Broker>, metrics: PrometheusHandle, auth: HttpAuth) -> Router {
+pub(crate) fn app(metrics: PrometheusHandle, auth: HttpAuth, ops: Ops) -> Router {
     let security = auth.security.clone();
+    let broker = ops.broker.clone();
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(render_metrics))
@@ -51,6 +77,7 @@ pub(crate) fn app(broker: Arc<Broker>, metrics: PrometheusHandle, auth: HttpAuth
             get(crate::http_users::list).post(crate::http_users::add),
         )
         .route("/users/:name", delete(crate::http_users::delete))
+        .route("/connections", get(crate::http_connections::list))
         .route(
             "/acls",
             get(crate::http_acls::list)
@@ -65,6 +92,7 @@ pub(crate) fn app(broker: Arc<Broker>, metrics: PrometheusHandle, auth: HttpAuth
             broker,
             metrics,
             security,
+            ops,
         })
 }
 
@@ -100,32 +128,7 @@ async fn stopping(shutdown: &mut tokio::sync::watch::Receiver<bool>) {
 }
 
 async fn render_metrics(State(s): State<AppState>) -> String {
-    let mut text = s.metrics.render();
-    // Gauges read straight from the logs at scrape time: always exact, no bookkeeping.
-    text.push_str("# TYPE nagare_partition_log_end_offset gauge\n");
-    let topics = s.broker.list_topics();
-    for t in &topics {
-        for p in t.partitions() {
-            text.push_str(&format!(
-                "nagare_partition_log_end_offset{{topic=\"{}\",partition=\"{}\"}} {}\n",
-                t.name(),
-                p.index(),
-                p.log_end_offset()
-            ));
-        }
-    }
-    text.push_str("# TYPE nagare_partition_size_bytes gauge\n");
-    for t in &topics {
-        for p in t.partitions() {
-            text.push_str(&format!(
-                "nagare_partition_size_bytes{{topic=\"{}\",partition=\"{}\"}} {}\n",
-                t.name(),
-                p.index(),
-                p.size_bytes()
-            ));
-        }
-    }
-    text
+    crate::metrics_scrape::render(&s.metrics, &s.ops)
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -49,7 +49,15 @@ fn server(protect_metrics: bool) -> Server {
         token: Some("tok-123".into()),
         protect_metrics,
     };
-    let app = crate::http::app(broker, metrics, auth);
+    let ops = crate::http::Ops {
+        broker,
+        security: auth.security.clone(),
+        connections: nagare_listener::ConnectionRegistry::new(),
+        core: None,
+        forward: None,
+        started_at_ms: 0,
+    };
+    let app = crate::http::app(metrics, auth, ops);
     let (_stop_tx, stop) = tokio::sync::watch::channel(false);
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -59,6 +67,8 @@ fn server(protect_metrics: bool) -> Server {
         let _keep = _stop_tx;
         let options = nagare_listener::ListenerOptions {
             name: "http",
+            protocol: "http",
+            registry: nagare_listener::ConnectionRegistry::new(),
             limits: nagare_listener::ConnectionLimits::new(0, 0),
             grace: std::time::Duration::from_secs(1),
             auth_required: true,

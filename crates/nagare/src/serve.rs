@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use nagare_core::{Broker, Subsystems};
-use nagare_listener::{ConnectionLimits, ListenerOptions, TlsContext};
+use nagare_listener::{ConnectionLimits, ConnectionRegistry, ListenerOptions, TlsContext};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -137,6 +137,7 @@ async fn reload_on_sighup(
 
 async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> anyhow::Result<()> {
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "nagare starting");
+    let started_at_ms = nagare_core::log::now_ms();
     let metrics = crate::http::install_metrics()?;
     let broker_config = settings.broker_config();
     let broker = tokio::task::spawn_blocking(move || Broker::open(broker_config))
@@ -220,14 +221,23 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         core.security.clone(),
     )
     .context("forward listener")?;
+    // Every connection of every listener, for /connections, /status and the metrics.
+    let registry = ConnectionRegistry::new();
     let http_app = crate::http::app(
-        broker.clone(),
         metrics,
         crate::http_auth::HttpAuth {
             security: core.security.clone(),
             required: auth_required,
             token: (!settings.http.token.is_empty()).then(|| settings.http.token.as_str().into()),
             protect_metrics: settings.http.metrics_auth,
+        },
+        crate::http::Ops {
+            broker: broker.clone(),
+            security: core.security.clone(),
+            connections: registry.clone(),
+            core: Some(core.clone()),
+            forward: Some(forward_state.clone()),
+            started_at_ms,
         },
     );
 
@@ -241,6 +251,8 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         };
         let options = ListenerOptions {
             name: label,
+            protocol: l.protocol,
+            registry: registry.clone(),
             limits: if l.protocol == "http" {
                 http_limits.clone()
             } else {
