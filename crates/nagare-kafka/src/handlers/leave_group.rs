@@ -59,7 +59,9 @@ async fn handle(
                     MemberResponse::default()
                         .with_member_id(m.member_id.clone())
                         .with_group_instance_id(m.group_instance_id.clone())
-                        .with_error_code(r.err().map_or(errors::NONE, |e| group_error(&e).counted()))
+                        .with_error_code(
+                            r.err().map_or(errors::NONE, |e| group_error(&e).counted()),
+                        )
                 })
                 .collect();
         }

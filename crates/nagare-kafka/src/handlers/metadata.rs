@@ -91,7 +91,11 @@ async fn handle(
                     .into_iter()
                     .find(|t| t.id() == wanted.topic_id)
                 {
-                    None => Err((ResponseError::UnknownTopicId.counted(), None, wanted.topic_id)),
+                    None => Err((
+                        ResponseError::UnknownTopicId.counted(),
+                        None,
+                        wanted.topic_id,
+                    )),
                     // Ids are not secret: Kafka answers TOPIC_AUTHORIZATION_FAILED with
                     // the id (and no name) here.
                     Some(t) if !session.topic_allowed(Operation::Describe, t.name()) => {
