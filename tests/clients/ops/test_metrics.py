@@ -12,7 +12,8 @@ import time
 
 import msgpack
 import stomp
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
 from fluent import sender
 
 from metrics_util import scrape
@@ -82,6 +83,13 @@ def kafka_traffic(nagare, topic, group):
     for i in range(5):
         p.produce(topic, value=f"late{i}")
     assert p.flush(20) == 0
+    # A certain error code: deleting a topic that does not exist.
+    admin = AdminClient({"bootstrap.servers": nagare.kafka})
+    try:
+        admin.delete_topics(["m-no-such-topic"])["m-no-such-topic"].result(timeout=20)
+        raise AssertionError("deleted a topic that does not exist")
+    except KafkaException as e:
+        assert e.args[0].name() == "UNKNOWN_TOPIC_OR_PART", e
 
 
 class Inbox(stomp.ConnectionListener):
@@ -178,6 +186,7 @@ def test_metrics_after_real_traffic(nagare_factory, tmp_path):
     assert s.type["nagare_kafka_request_duration_seconds"] == "histogram"
     assert s.total("nagare_kafka_request_duration_seconds_count", api="Produce") >= 1
     assert s.values("nagare_kafka_request_duration_seconds_bucket", api="Produce", le="+Inf")
+    assert s.total("nagare_kafka_errors_total", error="UnknownTopicOrPartition", code=3) >= 1
 
     # acks=all under the default flush policy: fsyncs happened, with their sizes.
     assert s.values("nagare_log_fsyncs_total")[0] > 0

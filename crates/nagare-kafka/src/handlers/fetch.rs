@@ -114,7 +114,8 @@ fn resolve(
     version: i16,
 ) -> Vec<TopicTarget> {
     let broker = &state.broker;
-    let denied = ResponseError::TopicAuthorizationFailed.code();
+    // Counted where it is used: only a refused topic is an error handed out.
+    let denied = || ResponseError::TopicAuthorizationFailed.counted();
     request
         .topics
         .iter()
@@ -129,11 +130,11 @@ fn resolve(
                         if session.topic_allowed(Operation::Read, topic.name()) {
                             Ok(topic)
                         } else {
-                            Err(denied)
+                            Err(denied())
                         }
                     })
             } else if !session.topic_allowed(Operation::Read, &t.topic) {
-                Err(denied)
+                Err(denied())
             } else {
                 broker
                     .topic(&t.topic)

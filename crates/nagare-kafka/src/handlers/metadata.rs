@@ -46,7 +46,8 @@ async fn handle(
     let auto_create =
         (version < 4 || request.allow_auto_topic_creation) && broker.config().auto_create_topics;
     let node = BrokerId(state.node_id());
-    let denied = ResponseError::TopicAuthorizationFailed.code();
+    // Counted where it is used: only a refused topic is an error handed out.
+    let denied = || ResponseError::TopicAuthorizationFailed.counted();
     let mut topics = Vec::new();
     // Described topics also carry what this client may do with them, when asked.
     let with_operations = |t: &Topic| {
@@ -73,11 +74,11 @@ async fn handle(
                     if !session.topic_allowed(Operation::Describe, name) {
                         // Checked before existence, so nothing is disclosed (and nothing
                         // created).
-                        Err(failed(denied))
+                        Err(failed(denied()))
                     } else if let Some(t) = broker.topic(name) {
                         Ok(t)
                     } else if auto_create && !may_create(&session, name) {
-                        Err(failed(denied))
+                        Err(failed(denied()))
                     } else if auto_create {
                         broker
                             .topic_or_create(name)
@@ -99,7 +100,7 @@ async fn handle(
                     // Ids are not secret: Kafka answers TOPIC_AUTHORIZATION_FAILED with
                     // the id (and no name) here.
                     Some(t) if !session.topic_allowed(Operation::Describe, t.name()) => {
-                        Err((denied, None, wanted.topic_id))
+                        Err((denied(), None, wanted.topic_id))
                     }
                     Some(t) => Ok(t),
                 },

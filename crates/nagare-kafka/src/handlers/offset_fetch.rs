@@ -157,7 +157,7 @@ async fn handle(
 /// Kafka's answer (v1-7) for a group the client may not describe: the error at the top
 /// (v2+) and, as v1 has no top-level error, on every partition asked for.
 fn group_refused(request: &OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
-    let error = ResponseError::GroupAuthorizationFailed.code();
+    let error = ResponseError::GroupAuthorizationFailed.counted();
     let mut response = OffsetFetchResponse::default();
     if version >= 2 {
         response.error_code = error;

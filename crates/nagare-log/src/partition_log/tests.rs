@@ -744,3 +744,37 @@ fn damage_found_in_an_older_segment_drops_everything_after_it() {
         assert_eq!(&g[..], &w[..]);
     }
 }
+
+#[test]
+fn read_reports_the_offset_after_what_it_returned() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), small_config(400)).unwrap();
+    let mut lens = Vec::new();
+    for i in 0..20 {
+        // Two records per batch: the next offset is a batch boundary, not offset + 1.
+        let mut b = build_batch(&[rec(&format!("a-{i}"), i), rec(&format!("b-{i}"), i)]);
+        lens.push(b.len() as u64);
+        log.append(&mut b).unwrap();
+    }
+    assert!(log.segment_count() > 2);
+    // Nothing to read: where it asked.
+    assert_eq!(log.read(40, 1000).unwrap().next_offset, 40);
+    // Everything: the end, across segments.
+    assert_eq!(log.read(0, u64::MAX).unwrap().next_offset, 40);
+    // From inside a batch, one batch: the next batch's base.
+    assert_eq!(log.read(3, 1).unwrap().next_offset, 4);
+    // Three batches' worth from the start (up to a rolled segment's end or within it).
+    let three = lens[..3].iter().sum::<u64>();
+    assert_eq!(log.read(0, three).unwrap().next_offset, 6);
+    // Each rolled segment read whole from its base: the next segment's base.
+    let segs: Vec<(i64, u64)> = log
+        .segments
+        .read()
+        .iter()
+        .map(|s| (s.base, s.size()))
+        .collect();
+    for pair in segs.windows(2) {
+        let ((base, size), (next_base, _)) = (pair[0], pair[1]);
+        assert_eq!(log.read(base, size).unwrap().next_offset, next_base);
+    }
+}
