@@ -42,6 +42,21 @@ pub(crate) fn install() -> anyhow::Result<PrometheusHandle> {
     Ok(handle)
 }
 
+/// How often histogram samples are folded into their buckets between scrapes.
+const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Folds recorded histogram samples into their buckets every few seconds until `stop`.
+/// The recorder queues every sample until upkeep runs: without this, a broker nobody
+/// scrapes would keep every produce request's latency in memory.
+pub(crate) async fn upkeep(handle: PrometheusHandle, mut stop: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(UPKEEP_EVERY) => handle.run_upkeep(),
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
 /// HELP text of every recorded family.
 fn describe() {
     use metrics::{describe_counter as c, describe_gauge as g, describe_histogram as h};

@@ -194,6 +194,13 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
+    tasks.spawn({
+        let upkeep = crate::metrics_scrape::upkeep(metrics.clone(), stop_rx.clone());
+        async move {
+            upkeep.await;
+            Ok(())
+        }
+    });
     // One listener layer for every protocol: accept, limits, TLS, idle timeout, tracking,
     // graceful stop.
     let limits = ConnectionLimits::new(
