@@ -28,6 +28,12 @@ struct AppState {
     security: Security,
 }
 
+impl FromRef<AppState> for Arc<Broker> {
+    fn from_ref(s: &AppState) -> Arc<Broker> {
+        s.broker.clone()
+    }
+}
+
 impl FromRef<AppState> for Security {
     fn from_ref(s: &AppState) -> Security {
         s.security.clone()
@@ -46,6 +52,9 @@ pub(crate) fn app(broker: Arc<Broker>, metrics: PrometheusHandle, auth: HttpAuth
         .route("/metrics", get(render_metrics))
         .route("/topics", get(list_topics).post(create_topic))
         .route("/topics/:name", get(describe_topic).delete(delete_topic))
+        .route("/topics/:name/messages", get(crate::http_messages::browse))
+        .route("/", get(crate::http_console::page))
+        .route("/console/*asset", get(crate::http_console::asset))
         .route(
             "/users",
             get(crate::http_users::list).post(crate::http_users::add),

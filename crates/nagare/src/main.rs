@@ -13,6 +13,8 @@ mod config_check;
 mod http;
 mod http_acls;
 mod http_auth;
+mod http_console;
+mod http_messages;
 mod http_users;
 mod serve;
 mod tls_cmd;

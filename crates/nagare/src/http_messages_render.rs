@@ -1,0 +1,109 @@
+//! How the message browser shows the bytes of a record: a tagged JSON object saying what
+//! the bytes were taken to be, so the console can pretty-print structured values and
+//! still show anything else losslessly.
+//!
+//! Values are tried in order: JSON (any JSON text, `42` included), MessagePack (only
+//! when the bytes are exactly one map or array: a lone msgpack integer or string is
+//! indistinguishable from ordinary short binary), UTF-8 text, and base64 for the rest.
+//! Keys and header values are shown as text or base64 only: they are identifiers, and
+//! guessing a structure in them would only surprise.
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value as Json};
+
+/// Deeper msgpack than this is shown as binary: the same limit serde_json puts on JSON,
+/// so neither decoder recurses further than the other on hostile input.
+const MSGPACK_MAX_DEPTH: usize = 128;
+
+/// What some bytes were taken to be; serialized as a one-key object naming that.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Rendered {
+    /// The JSON text as it came: key order and number spelling kept, as the producer
+    /// wrote them (a parsed map would sort the keys).
+    Json(Box<RawValue>),
+    Msgpack(Json),
+    Text(String),
+    Base64(String),
+}
+
+/// A record value: `{"json": ..}`, `{"msgpack": ..}`, `{"text": ..}` or `{"base64": ..}`,
+/// or `None` (`null`) when the record has none (a tombstone).
+pub(crate) fn value(bytes: Option<&[u8]>) -> Option<Rendered> {
+    let bytes = bytes?;
+    if let Some(raw) = std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Box<RawValue>>(text).ok())
+    {
+        return Some(Rendered::Json(raw));
+    }
+    if let Some(v) = msgpack(bytes) {
+        return Some(Rendered::Msgpack(v));
+    }
+    Some(plain(bytes))
+}
+
+/// A record key or header value: `{"text": ..}`, `{"base64": ..}` or `None` (`null`).
+pub(crate) fn bytes(bytes: Option<&[u8]>) -> Option<Rendered> {
+    bytes.map(plain)
+}
+
+fn plain(bytes: &[u8]) -> Rendered {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Rendered::Text(text.to_string()),
+        Err(_) => Rendered::Base64(B64.encode(bytes)),
+    }
+}
+
+/// The bytes as one msgpack map or array with nothing after it, converted to JSON.
+fn msgpack(bytes: &[u8]) -> Option<Json> {
+    let first = *bytes.first()?;
+    // fixmap, fixarray, array 16/32, map 16/32: anything else is not a container.
+    let container = matches!(first, 0x80..=0x9f | 0xdc..=0xdf);
+    if !container {
+        return None;
+    }
+    let mut rest = bytes;
+    let v = rmpv::decode::read_value_with_max_depth(&mut rest, MSGPACK_MAX_DEPTH).ok()?;
+    rest.is_empty().then(|| msgpack_to_json(v))
+}
+
+/// msgpack has more types than JSON: binary becomes base64 text, an extension becomes
+/// `{"ext": type, "base64": data}`, a non-string map key becomes its JSON text, and a
+/// non-finite float becomes `null` (JSON has no NaN).
+fn msgpack_to_json(v: rmpv::Value) -> Json {
+    use rmpv::Value as M;
+    match v {
+        M::Nil => Json::Null,
+        M::Boolean(b) => Json::Bool(b),
+        M::Integer(i) => match (i.as_u64(), i.as_i64()) {
+            (Some(u), _) => Json::from(u),
+            (None, Some(s)) => Json::from(s),
+            (None, None) => Json::Null,
+        },
+        M::F32(f) => float(f64::from(f)),
+        M::F64(f) => float(f),
+        M::String(s) => Json::String(String::from_utf8_lossy(s.as_bytes()).into_owned()),
+        M::Binary(b) => Json::String(B64.encode(b)),
+        M::Array(items) => Json::Array(items.into_iter().map(msgpack_to_json).collect()),
+        M::Map(entries) => {
+            let mut map = Map::new();
+            for (k, v) in entries {
+                let key = match msgpack_to_json(k) {
+                    Json::String(s) => s,
+                    other => other.to_string(),
+                };
+                map.insert(key, msgpack_to_json(v));
+            }
+            Json::Object(map)
+        }
+        M::Ext(kind, data) => json!({ "ext": kind, "base64": B64.encode(data) }),
+    }
+}
+
+fn float(f: f64) -> Json {
+    serde_json::Number::from_f64(f).map_or(Json::Null, Json::Number)
+}
