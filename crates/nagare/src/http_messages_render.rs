@@ -12,7 +12,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
 /// Deeper msgpack than this is shown as binary: the same limit serde_json puts on JSON,
 /// so neither decoder recurses further than the other on hostile input.
@@ -25,7 +25,8 @@ pub(crate) enum Rendered {
     /// The JSON text as it came: key order and number spelling kept, as the producer
     /// wrote them (a parsed map would sort the keys).
     Json(Box<RawValue>),
-    Msgpack(Json),
+    /// Converted to JSON text, map entries in the order they came.
+    Msgpack(Box<RawValue>),
     Text(String),
     Base64(String),
 }
@@ -58,8 +59,8 @@ fn plain(bytes: &[u8]) -> Rendered {
     }
 }
 
-/// The bytes as one msgpack map or array with nothing after it, converted to JSON.
-fn msgpack(bytes: &[u8]) -> Option<Json> {
+/// The bytes as one msgpack map or array with nothing after it, as JSON text.
+fn msgpack(bytes: &[u8]) -> Option<Box<RawValue>> {
     let first = *bytes.first()?;
     // fixmap, fixarray, array 16/32, map 16/32: anything else is not a container.
     let container = matches!(first, 0x80..=0x9f | 0xdc..=0xdf);
@@ -68,42 +69,74 @@ fn msgpack(bytes: &[u8]) -> Option<Json> {
     }
     let mut rest = bytes;
     let v = rmpv::decode::read_value_with_max_depth(&mut rest, MSGPACK_MAX_DEPTH).ok()?;
-    rest.is_empty().then(|| msgpack_to_json(v))
+    if !rest.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(bytes.len() * 2);
+    write_json(&mut out, &v);
+    RawValue::from_string(out).ok()
 }
 
-/// msgpack has more types than JSON: binary becomes base64 text, an extension becomes
-/// `{"ext": type, "base64": data}`, a non-string map key becomes its JSON text, and a
-/// non-finite float becomes `null` (JSON has no NaN).
-fn msgpack_to_json(v: rmpv::Value) -> Json {
+/// Writes msgpack as JSON text, map entries in their order (a `serde_json::Map` would sort
+/// them). msgpack has more types than JSON: binary becomes base64 text, an extension
+/// `{"ext": type, "base64": data}`, a non-string map key its JSON text, and a
+/// non-finite float `null` (JSON has no NaN).
+fn write_json(out: &mut String, v: &rmpv::Value) {
     use rmpv::Value as M;
     match v {
-        M::Nil => Json::Null,
-        M::Boolean(b) => Json::Bool(b),
+        M::Nil => out.push_str("null"),
+        M::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
         M::Integer(i) => match (i.as_u64(), i.as_i64()) {
-            (Some(u), _) => Json::from(u),
-            (None, Some(s)) => Json::from(s),
-            (None, None) => Json::Null,
+            (Some(u), _) => out.push_str(&u.to_string()),
+            (None, Some(s)) => out.push_str(&s.to_string()),
+            (None, None) => out.push_str("null"),
         },
-        M::F32(f) => float(f64::from(f)),
-        M::F64(f) => float(f),
-        M::String(s) => Json::String(String::from_utf8_lossy(s.as_bytes()).into_owned()),
-        M::Binary(b) => Json::String(B64.encode(b)),
-        M::Array(items) => Json::Array(items.into_iter().map(msgpack_to_json).collect()),
-        M::Map(entries) => {
-            let mut map = Map::new();
-            for (k, v) in entries {
-                let key = match msgpack_to_json(k) {
-                    Json::String(s) => s,
-                    other => other.to_string(),
-                };
-                map.insert(key, msgpack_to_json(v));
+        M::F32(f) => float(out, f64::from(*f)),
+        M::F64(f) => float(out, *f),
+        M::String(s) => string(out, &String::from_utf8_lossy(s.as_bytes())),
+        M::Binary(b) => string(out, &B64.encode(b)),
+        M::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json(out, item);
             }
-            Json::Object(map)
+            out.push(']');
         }
-        M::Ext(kind, data) => json!({ "ext": kind, "base64": B64.encode(data) }),
+        M::Map(entries) => {
+            out.push('{');
+            for (i, (k, v)) in entries.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                match k {
+                    M::String(s) => string(out, &String::from_utf8_lossy(s.as_bytes())),
+                    other => {
+                        let mut key = String::new();
+                        write_json(&mut key, other);
+                        string(out, &key);
+                    }
+                }
+                out.push(':');
+                write_json(out, v);
+            }
+            out.push('}');
+        }
+        M::Ext(kind, data) => {
+            out.push_str(&json!({ "ext": kind, "base64": B64.encode(data) }).to_string());
+        }
     }
 }
 
-fn float(f: f64) -> Json {
-    serde_json::Number::from_f64(f).map_or(Json::Null, Json::Number)
+fn string(out: &mut String, s: &str) {
+    out.push_str(&Json::String(s.to_string()).to_string());
+}
+
+fn float(out: &mut String, f: f64) {
+    match serde_json::Number::from_f64(f) {
+        Some(n) => out.push_str(&n.to_string()),
+        None => out.push_str("null"),
+    }
 }

@@ -59,6 +59,12 @@ fn msgpack_maps_and_arrays_are_decoded() {
             "big": u64::MAX,
         }})
     );
+    // Map entries keep their order.
+    let ordered = M::Map(vec![(M::from("z"), M::from(1)), (M::from("a"), M::from(2))]);
+    assert_eq!(
+        serde_json::to_string(&render::value(Some(&msgpack(&ordered)))).expect("serializes"),
+        r#"{"msgpack":{"z":1,"a":2}}"#
+    );
     let array = M::Array(vec![M::Nil, M::from("x"), M::Ext(5, vec![1])]);
     assert_eq!(
         value(Some(&msgpack(&array))),

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Tools the ops tests need. One independent block per tool: each helper appends its own.
+set -euo pipefail
+
+# Chromium and its WebDriver for test_console.py (the browser test of the web console;
+# selenium itself comes from requirements.txt). Debian's packages: no downloads at test time.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+command -v chromium >/dev/null && command -v chromedriver >/dev/null \
+    || { echo "chromium/chromium-driver could not be installed" >&2; exit 1; }
