@@ -46,7 +46,7 @@ const READ_BYTES: u64 = 1 << 20;
 /// Where to start reading, from the query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Start {
-    LogStart,
+    Beginning,
     Offset(i64),
     Timestamp(i64),
     Tail(i64),
@@ -135,7 +135,7 @@ fn parse(query: &BTreeMap<String, String>) -> Result<Browse, String> {
         number("tail")?.map(Start::Tail),
     ];
     let mut given = starts.into_iter().flatten();
-    let start = given.next().unwrap_or(Start::LogStart);
+    let start = given.next().unwrap_or(Start::Beginning);
     if given.next().is_some() {
         return Err("give at most one of offset, timestamp_ms and tail".to_string());
     }
@@ -193,7 +193,7 @@ fn read(partition: &Partition, request: &Browse) -> Result<Page, CoreError> {
     let log_start = partition.log_start_offset();
     let log_end = partition.log_end_offset();
     let from = match request.start {
-        Start::LogStart => log_start,
+        Start::Beginning => log_start,
         Start::Offset(n) => n.max(log_start),
         Start::Timestamp(t) => partition
             .offset_for_timestamp(t)

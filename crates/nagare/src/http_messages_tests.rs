@@ -123,7 +123,7 @@ fn query_defaults_and_starts() {
         parse(&query(&[])),
         Ok(Browse {
             partition: 0,
-            start: Start::LogStart,
+            start: Start::Beginning,
             limit: 50
         })
     );
