@@ -10,12 +10,12 @@ use axum::extract::ConnectInfo;
 use axum::extract::{FromRef, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get};
+use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
 use hyper::body::Incoming;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use nagare_core::security::{Operation, ResourceType, Security};
-use nagare_core::{Broker, CoreError, Topic};
+use nagare_core::{Broker, CoreError, Subsystems, Topic};
 use nagare_listener::Connection;
 use serde::{Deserialize, Serialize};
 
@@ -26,11 +26,26 @@ struct AppState {
     broker: Arc<Broker>,
     metrics: PrometheusHandle,
     security: Security,
+    ops: Ops,
 }
 
-impl FromRef<AppState> for Arc<Broker> {
-    fn from_ref(s: &AppState) -> Arc<Broker> {
-        s.broker.clone()
+/// What the operations routes (`/status`, `/groups`, `/queues`) read beside the topics;
+/// handlers take `State<Ops>`.
+#[derive(Clone)]
+pub(crate) struct Ops {
+    pub broker: Arc<Broker>,
+    pub security: Security,
+    /// Groups, queues, producer ids; `None` only in tests that run the API alone.
+    pub core: Option<Subsystems>,
+    /// When `serve` started, unix ms.
+    pub started_at_ms: i64,
+    /// Every bound listener, for `/status`.
+    pub listeners: Arc<Vec<crate::http_status::ListenerView>>,
+}
+
+impl FromRef<AppState> for Ops {
+    fn from_ref(s: &AppState) -> Ops {
+        s.ops.clone()
     }
 }
 
@@ -45,8 +60,9 @@ pub(crate) fn install_metrics() -> anyhow::Result<PrometheusHandle> {
 }
 
 /// The admin API, behind the authentication middleware.
-pub(crate) fn app(broker: Arc<Broker>, metrics: PrometheusHandle, auth: HttpAuth) -> Router {
+pub(crate) fn app(metrics: PrometheusHandle, auth: HttpAuth, ops: Ops) -> Router {
     let security = auth.security.clone();
+    let broker = ops.broker.clone();
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(render_metrics))
@@ -66,6 +82,19 @@ pub(crate) fn app(broker: Arc<Broker>, metrics: PrometheusHandle, auth: HttpAuth
                 .post(crate::http_acls::add)
                 .delete(crate::http_acls::delete),
         )
+        .route("/status", get(crate::http_status::status))
+        .route("/groups", get(crate::http_groups::list))
+        .route(
+            "/groups/:id",
+            get(crate::http_groups::describe).delete(crate::http_groups::delete),
+        )
+        .route(
+            "/groups/:id/offsets",
+            post(crate::http_groups::reset_offsets),
+        )
+        .route("/queues", get(crate::http_queues::list))
+        .route("/queues/:name", get(crate::http_queues::describe))
+        .route("/queues/:name/purge", post(crate::http_queues::purge))
         .layer(axum::middleware::from_fn_with_state(
             Arc::new(auth),
             crate::http_auth::authenticate,
@@ -74,6 +103,7 @@ pub(crate) fn app(broker: Arc<Broker>, metrics: PrometheusHandle, auth: HttpAuth
             broker,
             metrics,
             security,
+            ops,
         })
 }
 

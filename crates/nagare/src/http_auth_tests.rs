@@ -49,7 +49,14 @@ fn server(protect_metrics: bool) -> Server {
         token: Some("tok-123".into()),
         protect_metrics,
     };
-    let app = crate::http::app(broker, metrics, auth);
+    let ops = crate::http::Ops {
+        broker,
+        security: auth.security.clone(),
+        core: None,
+        started_at_ms: 0,
+        listeners: Arc::default(),
+    };
+    let app = crate::http::app(metrics, auth, ops);
     let (_stop_tx, stop) = tokio::sync::watch::channel(false);
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))

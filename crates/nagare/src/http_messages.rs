@@ -15,18 +15,18 @@
 //! look at the log, not a `read_committed` consumer).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use nagare_core::security::{Operation, ResourceType, Security};
-use nagare_core::{Broker, CoreError, Partition};
+use nagare_core::security::{Operation, ResourceType};
+use nagare_core::{CoreError, Partition};
 use nagare_log::batch::Record;
 use serde::Serialize;
 use serde_json::json;
 
+use crate::http::Ops;
 use crate::http_auth::Caller;
 
 #[path = "http_messages_render.rs"]
@@ -61,14 +61,13 @@ struct Browse {
 }
 
 pub(crate) async fn browse(
-    State(broker): State<Arc<Broker>>,
-    State(security): State<Security>,
+    State(ops): State<Ops>,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Response {
     if let Err(refused) = caller.may(
-        &security.authorizer,
+        &ops.security.authorizer,
         Operation::Read,
         ResourceType::Topic,
         &name,
@@ -79,7 +78,7 @@ pub(crate) async fn browse(
         Ok(r) => r,
         Err(message) => return error(StatusCode::BAD_REQUEST, message),
     };
-    let Some(topic) = broker.topic(&name) else {
+    let Some(topic) = ops.broker.topic(&name) else {
         return error(
             StatusCode::NOT_FOUND,
             CoreError::UnknownTopic(name).to_string(),

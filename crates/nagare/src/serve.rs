@@ -136,7 +136,12 @@ async fn reload_on_sighup(
 }
 
 async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> anyhow::Result<()> {
-    tracing::info!(version = env!("CARGO_PKG_VERSION"), "nagare starting");
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        commit = crate::http_status::COMMIT,
+        "nagare starting"
+    );
+    let started_at_ms = nagare_core::log::now_ms();
     let metrics = crate::http::install_metrics()?;
     let broker_config = settings.broker_config();
     let broker = tokio::task::spawn_blocking(move || Broker::open(broker_config))
@@ -220,14 +225,29 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         core.security.clone(),
     )
     .context("forward listener")?;
+    let listener_views = listeners
+        .iter()
+        .map(|l| crate::http_status::ListenerView {
+            name: l.name.clone(),
+            protocol: l.protocol.to_string(),
+            address: l.addr.to_string(),
+            tls: l.tls,
+        })
+        .collect();
     let http_app = crate::http::app(
-        broker.clone(),
         metrics,
         crate::http_auth::HttpAuth {
             security: core.security.clone(),
             required: auth_required,
             token: (!settings.http.token.is_empty()).then(|| settings.http.token.as_str().into()),
             protect_metrics: settings.http.metrics_auth,
+        },
+        crate::http::Ops {
+            broker: broker.clone(),
+            security: core.security.clone(),
+            core: Some(core.clone()),
+            started_at_ms,
+            listeners: Arc::new(listener_views),
         },
     );
 

@@ -1,8 +1,13 @@
-//! ListGroups, DescribeGroups and DeleteGroups.
+//! ListGroups, DescribeGroups and DeleteGroups; for operators (the HTTP admin API), lag
+//! per committed offset and offset resets (`kafka-consumer-groups.sh --reset-offsets`).
 
 use bytes::Bytes;
 
-use super::{GroupError, GroupState, Groups, PersistOp};
+use super::{
+    CommittedOffset, Group, GroupCoordinator, GroupError, GroupState, Groups, PersistOp,
+    TopicPartition,
+};
+use crate::Broker;
 
 /// A group as ListGroups shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,5 +123,183 @@ impl Groups {
             group: g.id.clone(),
         });
         Ok(())
+    }
+}
+
+/// A group's committed offset beside the end of its partition: what an operator reads as
+/// lag. `log_end_offset` and `lag` are `None` when the topic or partition no longer
+/// exists (offsets outlive the topics they were committed for, as in Kafka).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetLag {
+    pub topic: String,
+    pub partition: i32,
+    pub committed_offset: i64,
+    pub log_end_offset: Option<i64>,
+    pub lag: Option<i64>,
+    pub metadata: String,
+}
+
+/// Where `reset_offsets` moves a group's offsets, as Kafka's `kafka-consumer-groups.sh
+/// --reset-offsets` options do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResetTo {
+    Earliest,
+    Latest,
+    /// An absolute offset, clamped to the partition's start and end (as Kafka's tool).
+    Offset(i64),
+    /// The first record at or after this time; the log end when every record is older.
+    Timestamp(i64),
+}
+
+/// Why an offset reset was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResetError {
+    #[error("group {0:?} has members: stop its consumers first")]
+    NotEmpty(String),
+    #[error("unknown topic {0:?}")]
+    UnknownTopic(String),
+    #[error("topic {topic:?} has no partition {partition}")]
+    UnknownPartition { topic: String, partition: i32 },
+    #[error(transparent)]
+    Group(#[from] GroupError),
+}
+
+/// The lag of `offset` on the partition `(topic, partition)` of `broker`.
+fn lag_of(broker: &Broker, topic: &str, partition: i32, offset: &CommittedOffset) -> OffsetLag {
+    let end = broker
+        .topic(topic)
+        .and_then(|t| t.partition(partition).ok())
+        .map(|p| p.log_end_offset());
+    OffsetLag {
+        topic: topic.to_string(),
+        partition,
+        committed_offset: offset.offset,
+        log_end_offset: end,
+        lag: end.map(|e| (e - offset.offset).max(0)),
+        metadata: offset.metadata.clone(),
+    }
+}
+
+impl Groups {
+    /// Sets committed offsets by hand (an operator's reset): only while no consumer is
+    /// in the group, since live members would overwrite them with their next commit.
+    /// A group that does not exist yet is created, as Kafka's tool does.
+    pub fn reset_offsets(
+        &mut self,
+        group_id: &str,
+        offsets: &[(TopicPartition, i64)],
+        timestamp_ms: i64,
+    ) -> Result<(), ResetError> {
+        if group_id.is_empty() {
+            return Err(GroupError::InvalidGroupId.into());
+        }
+        let g = self
+            .groups
+            .entry(group_id.to_string())
+            .or_insert_with(|| Group::new(group_id));
+        if !matches!(g.state, GroupState::Empty | GroupState::Dead) {
+            return Err(ResetError::NotEmpty(group_id.to_string()));
+        }
+        for ((topic, partition), offset) in offsets {
+            let value = CommittedOffset {
+                offset: *offset,
+                leader_epoch: -1,
+                metadata: String::new(),
+                commit_timestamp_ms: timestamp_ms,
+            };
+            g.outbox.push(PersistOp::Offset {
+                group: g.id.clone(),
+                topic: topic.clone(),
+                partition: *partition,
+                value: Some(value.clone()),
+            });
+            g.offsets.insert((topic.clone(), *partition), value);
+        }
+        Ok(())
+    }
+}
+
+impl GroupCoordinator {
+    /// Every committed offset of the group with its lag, by topic and partition.
+    pub fn offsets_with_lag(&self, broker: &Broker, group_id: &str) -> Vec<OffsetLag> {
+        self.fetch_offsets(group_id, None)
+            .into_iter()
+            .filter_map(|((topic, partition), o)| Some(lag_of(broker, &topic, partition, &o?)))
+            .collect()
+    }
+
+    /// The group's total lag over the partitions it committed offsets for.
+    pub fn total_lag(&self, broker: &Broker, group_id: &str) -> i64 {
+        self.offsets_with_lag(broker, group_id)
+            .iter()
+            .filter_map(|o| o.lag)
+            .sum()
+    }
+
+    /// Where a reset would put offsets of `topic` (`partitions`, or all of them),
+    /// without changing anything: `--dry-run`.
+    pub fn plan_reset(
+        &self,
+        broker: &Broker,
+        topic: &str,
+        partitions: Option<&[i32]>,
+        to: ResetTo,
+    ) -> Result<Vec<(TopicPartition, i64)>, ResetError> {
+        let t = broker
+            .topic(topic)
+            .ok_or_else(|| ResetError::UnknownTopic(topic.to_string()))?;
+        let chosen: Vec<i32> = match partitions {
+            Some(list) => list.to_vec(),
+            None => (0..t.partition_count() as i32).collect(),
+        };
+        let mut out = Vec::with_capacity(chosen.len());
+        for partition in chosen {
+            let p = t
+                .partition(partition)
+                .map_err(|_| ResetError::UnknownPartition {
+                    topic: topic.to_string(),
+                    partition,
+                })?;
+            let (start, end) = (p.log_start_offset(), p.log_end_offset());
+            let target = match to {
+                ResetTo::Earliest => start,
+                ResetTo::Latest => end,
+                ResetTo::Offset(o) => o.clamp(start, end),
+                ResetTo::Timestamp(ts) => p.offset_for_timestamp(ts).map_or(end, |(o, _)| o),
+            };
+            out.push(((topic.to_string(), partition), target));
+        }
+        Ok(out)
+    }
+
+    /// Resets the group's offsets of `topic` and stores them in the group log like a
+    /// commit (fsynced before this returns). Refused while the group has members.
+    pub async fn reset_offsets(
+        &self,
+        broker: &Broker,
+        group_id: &str,
+        topic: &str,
+        partitions: Option<&[i32]>,
+        to: ResetTo,
+    ) -> Result<Vec<OffsetLag>, ResetError> {
+        let plan = self.plan_reset(broker, topic, partitions, to)?;
+        // Refused early for a live group; `store_reset` checks again under the lock.
+        let state = self.describe_group(group_id).state;
+        if !matches!(state, GroupState::Empty | GroupState::Dead) {
+            return Err(ResetError::NotEmpty(group_id.to_string()));
+        }
+        self.store_reset(group_id, &plan).await?;
+        Ok(plan
+            .iter()
+            .map(|((t, p), o)| {
+                let committed = CommittedOffset {
+                    offset: *o,
+                    leader_epoch: -1,
+                    metadata: String::new(),
+                    commit_timestamp_ms: 0,
+                };
+                lag_of(broker, t, *p, &committed)
+            })
+            .collect())
     }
 }

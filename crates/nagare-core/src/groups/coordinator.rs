@@ -10,7 +10,8 @@ use tokio::sync::Notify;
 use super::CommittedOffset;
 use super::{
     GroupConfig, GroupDescription, GroupError, GroupListing, Groups, JoinRequest, JoinResponse,
-    LeavingMember, OffsetCommitRequest, PersistOp, SyncRequest, SyncResponse, TopicPartition,
+    LeavingMember, OffsetCommitRequest, PersistOp, ResetError, SyncRequest, SyncResponse,
+    TopicPartition,
 };
 use crate::internal_log::{InternalLog, InternalLogWriter, InternalOp, Ticket};
 use crate::{Broker, CoreError};
@@ -184,6 +185,21 @@ impl GroupCoordinator {
             Ok(()) => results,
             Err(e) => results.into_iter().map(|_| Err(e.clone())).collect(),
         }
+    }
+
+    /// Stores offsets an operator set (see [`Groups::reset_offsets`]), fsynced.
+    pub(super) async fn store_reset(
+        &self,
+        group_id: &str,
+        offsets: &[(TopicPartition, i64)],
+    ) -> Result<(), ResetError> {
+        self.log.reserve().await;
+        let (result, stored) = self.with(true, |g, _| {
+            g.reset_offsets(group_id, offsets, crate::internal_log::now_ms())
+        });
+        result?;
+        stored.stored().await.map_err(storage_error)?;
+        Ok(())
     }
 
     pub fn list_groups(&self) -> Vec<GroupListing> {

@@ -14,6 +14,8 @@
 //! (OffsetCommit/Fetch/Delete), and `admin` (List/Describe/DeleteGroups).
 
 mod admin;
+#[cfg(test)]
+mod admin_tests;
 mod coordinator;
 mod error;
 mod group;
@@ -29,7 +31,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use admin::{GroupDescription, GroupListing, MemberDescription};
+pub use admin::{
+    GroupDescription, GroupListing, MemberDescription, OffsetLag, ResetError, ResetTo,
+};
 pub use coordinator::{CoordinatorBackground, GroupCoordinator};
 pub use error::GroupError;
 pub use group::{

@@ -10,6 +10,7 @@
 //! first, flagged as redelivered. Consumers are [`QueueSink`]s: the dispatcher hands them
 //! messages without blocking and never more than their credit. No wire formats here.
 
+mod admin;
 mod persist;
 mod queue;
 #[cfg(test)]
@@ -20,9 +21,10 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
-pub use queue::{ConsumerId, Delivery, Queue, QueueSink};
+pub use admin::QueueInfo;
+pub use queue::{ConsumerId, Delivery, Queue, QueueSink, QueueStats};
 
-use crate::internal_log::{InternalLog, InternalLogWriter};
+use crate::internal_log::{InternalLog, InternalLogWriter, Ticket};
 use crate::{Broker, CoreError};
 use persist::{QueueOp, StateOp};
 
@@ -164,6 +166,16 @@ impl Queues {
             op: StateOp::Delivered(mark),
         };
         drop(self.state_log.push([op], false));
+    }
+
+    /// Writes a queue's whole state (after a purge), durably: the returned ticket
+    /// resolves once it is fsynced.
+    pub(crate) fn record_snapshot(&self, queue: &Arc<str>, state: &AckState) -> Ticket {
+        let op = QueueOp {
+            queue: queue.to_string(),
+            op: StateOp::Snapshot(state.clone()),
+        };
+        self.state_log.push([op], true)
     }
 
     fn open_queues(&self) -> Vec<Arc<Queue>> {

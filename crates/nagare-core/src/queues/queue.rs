@@ -56,6 +56,20 @@ struct State {
     turn: usize,
     next_consumer: ConsumerId,
     acks: AckState,
+    /// Messages handed out again (after a NACK, a consumer leaving, or a restart) since
+    /// the queue was opened: what an operator watches for poison messages.
+    redeliveries: u64,
+}
+
+/// What an operator sees of a queue (the HTTP admin API, `nagare queue`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Messages waiting for a consumer (not delivered, or requeued).
+    pub depth: u64,
+    /// Messages delivered and not yet acknowledged.
+    pub unacked: u64,
+    pub consumers: u64,
+    pub redeliveries: u64,
 }
 
 pub struct Queue {
@@ -82,6 +96,7 @@ impl Queue {
                 turn: 0,
                 next_consumer: 1,
                 acks,
+                redeliveries: 0,
             }),
             partition,
             queues,
@@ -244,6 +259,45 @@ impl Queue {
         (unread + st.ready.len() as u64, st.in_flight.len())
     }
 
+    /// Depth, unacknowledged messages, consumers and redeliveries, for operators.
+    pub fn stats(&self) -> QueueStats {
+        let (depth, unacked) = self.depth();
+        let st = self.state.lock();
+        QueueStats {
+            depth,
+            unacked: unacked as u64,
+            consumers: st.consumers.len() as u64,
+            redeliveries: st.redeliveries,
+        }
+    }
+
+    /// Drops every message stored so far, delivered-but-unacknowledged ones included
+    /// (their later ACKs are ignored and they are not redelivered): everything below the
+    /// log end counts as acknowledged. Returns how many messages were dropped and the
+    /// ticket of the new state in the queue log; the caller trims the topic once it is
+    /// stored. Messages published afterwards are delivered as usual.
+    pub(crate) fn purge(&self) -> (u64, crate::internal_log::Ticket) {
+        let mut st = self.state.lock();
+        let end = self.partition.log_end_offset();
+        let from = st.acks.floor.max(self.partition.log_start_offset());
+        let acked_between = st.acks.above.range(from..end).count() as i64;
+        let purged = (end - from - acked_between).max(0) as u64;
+        let above = st.acks.above.split_off(&end);
+        st.acks = AckState {
+            floor: st.acks.floor.max(end),
+            above,
+            delivered: st.acks.delivered.max(end),
+        };
+        st.ready = st.ready.split_off(&end);
+        st.in_flight.retain(|&o, _| o >= end);
+        st.next_read = st.next_read.max(end);
+        let ticket = match self.queues.upgrade() {
+            Some(q) => q.record_snapshot(&self.name, &st.acks),
+            None => crate::internal_log::Ticket::ready(),
+        };
+        (purged, ticket)
+    }
+
     /// Dispatches records others appended to the queue's topic, if there are any and
     /// someone to take them (the queues' background poll).
     pub(crate) fn pump_if_behind(&self) {
@@ -303,6 +357,9 @@ impl Queue {
                 break;
             };
             st.turn = (k + 1) % n;
+            if redelivered {
+                st.redeliveries += 1;
+            }
             let c = &mut st.consumers[k];
             c.delivered.push_back(offset);
             let consumer = c.id;
