@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use crate::blocking::off_runtime;
 use crate::topic_store::{StoredState, StoredTopic, TopicStore};
+use crate::traffic::{Traffic, TrafficMeter};
 use crate::{
     validate_topic_name, BrokerConfig, CoreError, DataDirLock, Partition, Topic, TopicConfig,
 };
@@ -35,6 +36,8 @@ pub struct Broker {
     /// Held until [`Broker::shutdown`] has closed every log: no other process opens this
     /// data directory while this one may still write to it.
     lock: Mutex<Option<DataDirLock>>,
+    /// Records and bytes in and out since start, every front end together.
+    traffic: Arc<Traffic>,
 }
 
 impl Broker {
@@ -49,9 +52,10 @@ impl Broker {
             state.cluster_id = kafka_style_cluster_id(Uuid::new_v4());
             store.save(&state)?;
         }
+        let traffic = Arc::new(Traffic::default());
         let mut topics = BTreeMap::new();
         for (name, stored) in &state.topics {
-            let topic = open_topic(&config, name, stored)?;
+            let topic = open_topic(&config, name, stored, &traffic)?;
             topics.insert(name.clone(), Arc::new(topic));
         }
         tracing::info!(
@@ -67,6 +71,7 @@ impl Broker {
             admin: Mutex::new((store, state)),
             closed: AtomicBool::new(false),
             lock: Mutex::new(Some(lock)),
+            traffic,
         }))
     }
 
@@ -85,6 +90,11 @@ impl Broker {
     /// A random id made once per data directory, in Kafka's base64 form.
     pub fn cluster_id(&self) -> &str {
         &self.cluster_id
+    }
+
+    /// Cumulative records and bytes in and out of client-visible topics since start.
+    pub fn traffic(&self) -> &Traffic {
+        &self.traffic
     }
 
     pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
@@ -278,7 +288,13 @@ impl Broker {
         for index in indexes {
             let dir = partition_dir(&self.config.data_dir, name, index as i32);
             let existed = dir.exists();
-            match open_partition(&self.config, name.clone(), index as i32, config) {
+            match open_partition(
+                &self.config,
+                name.clone(),
+                index as i32,
+                config,
+                TrafficMeter::for_topic(&self.traffic, name),
+            ) {
                 Ok(p) => {
                     created.push(Arc::new(p));
                     if !existed {
@@ -360,7 +376,13 @@ impl Broker {
             segment_bytes: 64 * 1024 * 1024,
             ..TopicConfig::default()
         };
-        let p = Arc::new(open_partition(&self.config, topic.into(), 0, &config)?);
+        let p = Arc::new(open_partition(
+            &self.config,
+            topic.into(),
+            0,
+            &config,
+            TrafficMeter::internal(),
+        )?);
         internal.insert(name.to_string(), p.clone());
         Ok(p)
     }
@@ -415,10 +437,18 @@ pub(crate) fn partition_dir(data_dir: &Path, topic: &str, index: i32) -> PathBuf
     data_dir.join(format!("{topic}-{index}"))
 }
 
-fn open_topic(broker: &BrokerConfig, name: &str, stored: &StoredTopic) -> Result<Topic, CoreError> {
+fn open_topic(
+    broker: &BrokerConfig,
+    name: &str,
+    stored: &StoredTopic,
+    traffic: &Arc<Traffic>,
+) -> Result<Topic, CoreError> {
     let name_arc: Arc<str> = name.into();
     let partitions = (0..stored.partitions as i32)
-        .map(|i| open_partition(broker, name_arc.clone(), i, &stored.config).map(Arc::new))
+        .map(|i| {
+            let meter = TrafficMeter::for_topic(traffic, name);
+            open_partition(broker, name_arc.clone(), i, &stored.config, meter).map(Arc::new)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Topic::new(
         name,
@@ -433,6 +463,7 @@ fn open_partition(
     topic: Arc<str>,
     index: i32,
     config: &TopicConfig,
+    meter: TrafficMeter,
 ) -> Result<Partition, CoreError> {
     let dir = partition_dir(&broker.data_dir, &topic, index);
     let log = PartitionLog::open(&dir, broker.log_config(config))?;
@@ -442,6 +473,7 @@ fn open_partition(
         log,
         config.flush,
         config.max_message_bytes,
+        meter,
     ))
 }
 

@@ -55,6 +55,7 @@ mod subsystems;
 mod topic;
 mod topic_name;
 mod topic_store;
+mod traffic;
 
 pub use broker::Broker;
 pub use config::{BrokerConfig, TopicConfig, TopicFlush};
@@ -64,5 +65,6 @@ pub use partition::{AckLevel, Partition, RecordsRead};
 pub use subsystems::{SubsystemTasks, Subsystems};
 pub use topic::Topic;
 pub use topic_name::{sanitize_topic_name, validate_topic_name};
+pub use traffic::{Traffic, TrafficTotals};
 
 pub use nagare_log as log;

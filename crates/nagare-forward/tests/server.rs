@@ -52,6 +52,8 @@ async fn start_with(config: Config, auth_required: bool) -> Server {
     nagare_forward::start_udp_heartbeats(addr, &state, rx.clone()).await;
     let options = ListenerOptions {
         name: "forward",
+        protocol: "forward",
+        registry: nagare_listener::ConnectionRegistry::new(),
         limits: ConnectionLimits::new(0, 0),
         grace: Duration::from_secs(1),
         auth_required,

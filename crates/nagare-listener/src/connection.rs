@@ -1,11 +1,13 @@
 //! What a front end receives for each accepted connection.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use tokio::sync::watch;
 
 pub use nagare_core::security::Principal;
 
+use crate::registry::ConnectionInfo;
 use crate::stream::Stream;
 
 /// One accepted connection, counted against the limits until it is dropped.
@@ -23,6 +25,9 @@ pub struct Connection {
     pub auth_required: bool,
     /// Turns true when the server stops: finish what is in hand and close.
     pub shutdown: watch::Receiver<bool>,
+    /// This connection's entry in the [`ConnectionRegistry`](crate::ConnectionRegistry):
+    /// the front end sets the client id and the logged-in user there.
+    pub info: Arc<ConnectionInfo>,
 }
 
 impl Connection {

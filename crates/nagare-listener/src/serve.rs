@@ -10,6 +10,7 @@ use tokio::task::JoinSet;
 
 use crate::connection::{Connection, Principal};
 use crate::limits::{ConnectionLimits, Permit};
+use crate::registry::{ConnectionRegistry, Registration};
 use crate::stream::{Activity, Stream};
 use crate::tls::{principal_of, TlsContext};
 
@@ -18,6 +19,11 @@ use crate::tls::{principal_of, TlsContext};
 pub struct ListenerOptions {
     /// Name in logs and metrics (`listener` label).
     pub name: &'static str,
+    /// The protocol served (`kafka`, `stomp`, `forward`, `http`): the registry's and the
+    /// metrics' `protocol`.
+    pub protocol: &'static str,
+    /// Where every accepted connection is registered until it closes; one per server.
+    pub registry: Arc<ConnectionRegistry>,
     /// Shared by every listener of the server.
     pub limits: Arc<ConnectionLimits>,
     /// After shutdown, how long connections may take to finish before they are aborted.
@@ -85,11 +91,16 @@ where
                 let handle = handle.clone();
                 let options = options.clone();
                 let shutdown = conn_shutdown.clone();
-                live.spawn(tracked(name, permit, async move {
-                    let activity = Activity::new();
+                let registration = options.registry.register(options.protocol, name, peer);
+                let info = registration.info().clone();
+                live.spawn(tracked(registration, permit, async move {
+                    let activity = info.activity.clone();
                     let Some((stream, principal)) = secure(stream, peer, &options, &activity).await else {
                         return;
                     };
+                    if let Principal::User(user) = &principal {
+                        info.set_user(user);
+                    }
                     let conn = Connection {
                         stream,
                         peer,
@@ -97,6 +108,7 @@ where
                         principal,
                         auth_required: options.auth_required,
                         shutdown,
+                        info,
                     };
                     match options.idle_timeout {
                         Some(limit) => {
@@ -182,24 +194,46 @@ async fn idle(activity: &Activity, limit: Duration) {
     }
 }
 
-/// Runs one connection, counted in the metrics and the limits while it lives (also when
-/// it is aborted: the guard's drop does the closing half).
-async fn tracked(name: &'static str, permit: Permit, conn: impl Future<Output = ()>) {
+/// Runs one connection, registered, counted in the metrics and the limits while it lives
+/// (also when it is aborted: the guard's drop does the closing half), with a debug line
+/// when it opens and one when it closes.
+async fn tracked(registration: Registration, permit: Permit, conn: impl Future<Output = ()>) {
     struct Open {
-        name: &'static str,
+        registration: Registration,
         _permit: Permit,
     }
     impl Drop for Open {
         fn drop(&mut self) {
-            metrics::gauge!("nagare_connections_open", "listener" => self.name).decrement(1.0);
-            metrics::counter!("nagare_connections_closed_total", "listener" => self.name)
-                .increment(1);
+            let info = self.registration.info();
+            metrics::counter!(
+                "nagare_connections_closed_total",
+                "protocol" => info.protocol(),
+                "listener" => info.listener()
+            )
+            .increment(1);
+            tracing::debug!(
+                id = info.id(),
+                listener = info.listener(),
+                peer = %info.peer(),
+                client_id = info.client_id().as_deref().unwrap_or("-"),
+                user = info.user().as_deref().unwrap_or("-"),
+                bytes_in = info.bytes_in(),
+                bytes_out = info.bytes_out(),
+                open_ms = nagare_core::log::now_ms().saturating_sub(info.opened_at_ms()),
+                "connection closed"
+            );
         }
     }
-    metrics::counter!("nagare_connections_accepted_total", "listener" => name).increment(1);
-    metrics::gauge!("nagare_connections_open", "listener" => name).increment(1.0);
+    let info = registration.info();
+    metrics::counter!(
+        "nagare_connections_accepted_total",
+        "protocol" => info.protocol(),
+        "listener" => info.listener()
+    )
+    .increment(1);
+    tracing::debug!(id = info.id(), listener = info.listener(), peer = %info.peer(), "connection opened");
     let _open = Open {
-        name,
+        registration,
         _permit: permit,
     };
     conn.await;

@@ -27,10 +27,13 @@ enum Inner {
     Tls(Box<TlsStream<TcpStream>>),
 }
 
-/// When a connection last moved a byte, as milliseconds since the listener started.
+/// When a connection last moved a byte, as milliseconds since the listener started, and
+/// how many bytes it moved each way (the connection registry shows them).
 pub(crate) struct Activity {
     epoch: tokio::time::Instant,
     last_ms: AtomicU64,
+    bytes_in: AtomicU64,
+    bytes_out: AtomicU64,
 }
 
 impl Activity {
@@ -38,7 +41,27 @@ impl Activity {
         Arc::new(Activity {
             epoch: tokio::time::Instant::now(),
             last_ms: AtomicU64::new(0),
+            bytes_in: AtomicU64::new(0),
+            bytes_out: AtomicU64::new(0),
         })
+    }
+
+    fn received(&self, n: usize) {
+        self.bytes_in.fetch_add(n as u64, Ordering::Relaxed);
+        self.touch();
+    }
+
+    pub(crate) fn sent(&self, n: u64) {
+        self.bytes_out.fetch_add(n, Ordering::Relaxed);
+        self.touch();
+    }
+
+    pub(crate) fn bytes_in(&self) -> u64 {
+        self.bytes_in.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn bytes_out(&self) -> u64 {
+        self.bytes_out.load(Ordering::Relaxed)
     }
 
     fn touch(&self) {
@@ -93,6 +116,12 @@ impl Stream {
     /// Records traffic that bypassed this type (a `sendfile` on [`Stream::plain_tcp`]).
     pub fn touch(&self) {
         self.activity.touch();
+    }
+
+    /// Records `bytes` sent around this type (a `sendfile` on [`Stream::plain_tcp`]):
+    /// counted as sent and as activity.
+    pub fn sent_around(&self, bytes: u64) {
+        self.activity.sent(bytes);
     }
 
     /// Splits the stream into a reading and a writing half that can live in different
@@ -162,7 +191,7 @@ impl AsyncRead for ReadHalf {
             ReadInner::Tls(t) => Pin::new(t).poll_read(cx, buf),
         };
         if buf.filled().len() != before {
-            this.activity.touch();
+            this.activity.received(buf.filled().len() - before);
         }
         polled
     }
@@ -181,7 +210,7 @@ impl AsyncRead for Stream {
             Inner::Tls(t) => Pin::new(t.as_mut()).poll_read(cx, buf),
         };
         if buf.filled().len() != before {
-            this.activity.touch();
+            this.activity.received(buf.filled().len() - before);
         }
         polled
     }
@@ -198,8 +227,10 @@ impl AsyncWrite for Stream {
             Inner::Plain(t) => Pin::new(t).poll_write(cx, buf),
             Inner::Tls(t) => Pin::new(t.as_mut()).poll_write(cx, buf),
         };
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            this.activity.touch();
+        if let Poll::Ready(Ok(n)) = &polled {
+            if *n > 0 {
+                this.activity.sent(*n as u64);
+            }
         }
         polled
     }
@@ -214,8 +245,10 @@ impl AsyncWrite for Stream {
             Inner::Plain(t) => Pin::new(t).poll_write_vectored(cx, bufs),
             Inner::Tls(t) => Pin::new(t.as_mut()).poll_write_vectored(cx, bufs),
         };
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            this.activity.touch();
+        if let Poll::Ready(Ok(n)) = &polled {
+            if *n > 0 {
+                this.activity.sent(*n as u64);
+            }
         }
         polled
     }

@@ -16,7 +16,7 @@ use hyper::body::Incoming;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use nagare_core::security::{Operation, ResourceType, Security};
 use nagare_core::{Broker, CoreError, Subsystems, Topic};
-use nagare_listener::Connection;
+use nagare_listener::{Connection, ConnectionRegistry};
 use serde::{Deserialize, Serialize};
 
 use crate::http_auth::{Caller, HttpAuth};
@@ -29,14 +29,26 @@ struct AppState {
     ops: Ops,
 }
 
-/// What the operations routes (`/status`, `/groups`, `/queues`) read beside the topics;
-/// handlers take `State<Ops>`.
+impl FromRef<AppState> for Security {
+    fn from_ref(s: &AppState) -> Security {
+        s.security.clone()
+    }
+}
+
+/// What the operations routes (`/status`, `/connections`, `/groups`, `/queues`,
+/// `/forward/routes`, `/metrics`) read beside the topics; handlers take `State<Ops>`.
 #[derive(Clone)]
+// `core`, `forward` and `started_at_ms` are read by the routes that come next.
+#[allow(dead_code)]
 pub(crate) struct Ops {
     pub broker: Arc<Broker>,
     pub security: Security,
+    /// Every open connection of every listener.
+    pub connections: Arc<ConnectionRegistry>,
     /// Groups, queues, producer ids; `None` only in tests that run the API alone.
     pub core: Option<Subsystems>,
+    /// The main forward listener's state (routes and their counters).
+    pub forward: Option<Arc<nagare_forward::ForwardState>>,
     /// When `serve` started, unix ms.
     pub started_at_ms: i64,
     /// Every bound listener, for `/status`.
@@ -46,12 +58,6 @@ pub(crate) struct Ops {
 impl FromRef<AppState> for Ops {
     fn from_ref(s: &AppState) -> Ops {
         s.ops.clone()
-    }
-}
-
-impl FromRef<AppState> for Security {
-    fn from_ref(s: &AppState) -> Security {
-        s.security.clone()
     }
 }
 
@@ -76,6 +82,7 @@ pub(crate) fn app(metrics: PrometheusHandle, auth: HttpAuth, ops: Ops) -> Router
             get(crate::http_users::list).post(crate::http_users::add),
         )
         .route("/users/:name", delete(crate::http_users::delete))
+        .route("/connections", get(crate::http_connections::list))
         .route(
             "/acls",
             get(crate::http_acls::list)
@@ -139,32 +146,7 @@ async fn stopping(shutdown: &mut tokio::sync::watch::Receiver<bool>) {
 }
 
 async fn render_metrics(State(s): State<AppState>) -> String {
-    let mut text = s.metrics.render();
-    // Gauges read straight from the logs at scrape time: always exact, no bookkeeping.
-    text.push_str("# TYPE nagare_partition_log_end_offset gauge\n");
-    let topics = s.broker.list_topics();
-    for t in &topics {
-        for p in t.partitions() {
-            text.push_str(&format!(
-                "nagare_partition_log_end_offset{{topic=\"{}\",partition=\"{}\"}} {}\n",
-                t.name(),
-                p.index(),
-                p.log_end_offset()
-            ));
-        }
-    }
-    text.push_str("# TYPE nagare_partition_size_bytes gauge\n");
-    for t in &topics {
-        for p in t.partitions() {
-            text.push_str(&format!(
-                "nagare_partition_size_bytes{{topic=\"{}\",partition=\"{}\"}} {}\n",
-                t.name(),
-                p.index(),
-                p.size_bytes()
-            ));
-        }
-    }
-    text
+    crate::metrics_scrape::render(&s.metrics, &s.ops)
 }
 
 #[derive(Debug, Serialize, Deserialize)]

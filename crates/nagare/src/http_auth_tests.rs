@@ -52,7 +52,9 @@ fn server(protect_metrics: bool) -> Server {
     let ops = crate::http::Ops {
         broker,
         security: auth.security.clone(),
+        connections: nagare_listener::ConnectionRegistry::new(),
         core: None,
+        forward: None,
         started_at_ms: 0,
         listeners: Arc::default(),
     };
@@ -66,6 +68,8 @@ fn server(protect_metrics: bool) -> Server {
         let _keep = _stop_tx;
         let options = nagare_listener::ListenerOptions {
             name: "http",
+            protocol: "http",
+            registry: nagare_listener::ConnectionRegistry::new(),
             limits: nagare_listener::ConnectionLimits::new(0, 0),
             grace: std::time::Duration::from_secs(1),
             auth_required: true,

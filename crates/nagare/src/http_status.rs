@@ -126,11 +126,22 @@ pub(crate) async fn status(
     }))
 }
 
-// Until the connection registry and traffic counters land (ops-skeleton).
-fn connections(_s: &Ops) -> Connections {
-    Connections::default()
+fn connections(s: &Ops) -> Connections {
+    let open = |protocol| s.connections.open_count(protocol);
+    Connections {
+        kafka: open("kafka"),
+        stomp: open("stomp"),
+        forward: open("forward"),
+        http: open("http"),
+    }
 }
 
-fn traffic(_s: &Ops) -> Traffic {
-    Traffic::default()
+fn traffic(s: &Ops) -> Traffic {
+    let t = s.broker.traffic().totals();
+    Traffic {
+        bytes_in: t.bytes_in,
+        bytes_out: t.bytes_out,
+        records_in: t.records_in,
+        records_out: t.records_out,
+    }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use nagare_core::{Broker, Subsystems};
-use nagare_listener::{ConnectionLimits, ListenerOptions, TlsContext};
+use nagare_listener::{ConnectionLimits, ConnectionRegistry, ListenerOptions, TlsContext};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -234,6 +234,8 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
             tls: l.tls,
         })
         .collect();
+    // Every connection of every listener, for /connections, /status and the metrics.
+    let registry = ConnectionRegistry::new();
     let http_app = crate::http::app(
         metrics,
         crate::http_auth::HttpAuth {
@@ -245,7 +247,9 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         crate::http::Ops {
             broker: broker.clone(),
             security: core.security.clone(),
+            connections: registry.clone(),
             core: Some(core.clone()),
+            forward: Some(forward_state.clone()),
             started_at_ms,
             listeners: Arc::new(listener_views),
         },
@@ -261,6 +265,8 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         };
         let options = ListenerOptions {
             name: label,
+            protocol: l.protocol,
+            registry: registry.clone(),
             limits: if l.protocol == "http" {
                 http_limits.clone()
             } else {

@@ -28,6 +28,8 @@ def test_status_screen_and_json(nagare):
     assert set(s["connections"]) == {"kafka", "stomp", "forward", "http"}
     assert s["disk"]["total_bytes"] > 0 and s["disk"]["log_bytes"] > 0
     assert set(s["traffic"]) == {"bytes_in", "bytes_out", "records_in", "records_out"}
+    assert s["traffic"]["records_in"] >= 3 and s["traffic"]["bytes_in"] > 0
+    assert s["connections"]["http"] >= 1  # the CLI's own
     assert set(s["rates"]) == {"bytes_in", "bytes_out", "records_in", "records_out"}
 
     screen = cli(nagare, "status").stdout

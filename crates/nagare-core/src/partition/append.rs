@@ -266,8 +266,17 @@ impl Partition {
             self.publish_end_offset();
         }
         let mut results: Vec<Option<Answer>> = (0..group.len()).map(|_| None).collect();
+        let (mut records_in, mut bytes_in) = (0u64, 0u64);
         for (&i, r) in to_append.iter().zip(appended) {
+            if r.is_ok() {
+                records_in += group[i].header.last_offset_delta as u64 + 1;
+                bytes_in += group[i].batch.len() as u64;
+            }
             results[i] = Some(r.map_err(|e| self.core_error(e)));
+        }
+        // Once per group, not per batch or record: the append path stays cheap.
+        if records_in > 0 {
+            self.meter.count_in(records_in, bytes_in);
         }
         // Settle the provisional sequence entries: real offsets, or gone if the log
         // refused the batch.

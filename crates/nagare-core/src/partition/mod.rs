@@ -15,6 +15,7 @@ use nagare_log::{LogError, PartitionLog, ReadResult};
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
+use crate::traffic::TrafficMeter;
 use crate::{CoreError, TopicFlush};
 
 pub use records::RecordsRead;
@@ -42,6 +43,9 @@ pub struct Partition {
     end_offset: watch::Sender<i64>,
     appends: append::AppendQueue,
     producers: sequence::ProducerStates,
+    /// Records and bytes in (counted by the append path) and out (reported by the front
+    /// ends), into the broker's totals and the topic's counters.
+    meter: TrafficMeter,
 }
 
 impl Partition {
@@ -51,6 +55,7 @@ impl Partition {
         log: PartitionLog,
         flush: TopicFlush,
         max_message_bytes: u32,
+        meter: TrafficMeter,
     ) -> Partition {
         let (end_offset, _) = watch::channel(log.log_end_offset());
         Partition {
@@ -62,6 +67,7 @@ impl Partition {
             end_offset,
             appends: append::AppendQueue::default(),
             producers: sequence::ProducerStates::default(),
+            meter,
         }
     }
 
@@ -129,6 +135,12 @@ impl Partition {
     /// The first record at or after `timestamp`, as (offset, its timestamp).
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Option<(i64, i64)> {
         self.log.offset_for_timestamp(timestamp)
+    }
+
+    /// Counts records and bytes a front end delivered to a client from this partition
+    /// (the broker's `records_out`/`bytes_out` and the topic's counters).
+    pub fn count_out(&self, records: u64, bytes: u64) {
+        self.meter.count_out(records, bytes);
     }
 
     /// A receiver that changes whenever the log end offset moves.
