@@ -81,6 +81,8 @@ pub(crate) struct Peer {
     /// The listener demands authentication: the handshake with a user is mandatory
     /// (unless the certificate already named one).
     pub auth_required: bool,
+    /// The connection's registry entry (the handshake's user).
+    pub info: Arc<nagare_listener::ConnectionInfo>,
 }
 
 impl Shared {
@@ -112,6 +114,7 @@ pub(crate) async fn handle(
     let mut share = Share::new(shared.budget.clone());
     let cap = shared.budget.cap();
     let mut out: Vec<u8> = Vec::with_capacity(1024);
+    let mut acks = 0u64;
     let idle = (cfg.idle_timeout_ms > 0).then(|| Duration::from_millis(cfg.idle_timeout_ms));
 
     // A certificate that named the peer stands for the handshake's user.
@@ -182,6 +185,7 @@ pub(crate) async fn handle(
                 Ok(Some(f)) => f,
                 Ok(None) => break,
                 Err(e) => {
+                    metrics::counter!("nagare_forward_decode_errors_total").increment(1);
                     failure = Some(e.into());
                     break;
                 }
@@ -205,6 +209,7 @@ pub(crate) async fn handle(
                         return Err(ConnError::Auth(pong.reason));
                     }
                     if let Some(user) = &pong.user {
+                        peer.info.set_user(user);
                         shared.security.throttle.succeeded(peer.addr.ip());
                         principal = Principal::user(user);
                     }
@@ -238,7 +243,9 @@ pub(crate) async fn handle(
                         }
                     }
                     if let Some(chunk) = &req.chunk {
+                        metrics::counter!("nagare_forward_chunks_total").increment(1);
                         ack_bytes(&mut out, chunk);
+                        acks += 1;
                     }
                     requests += 1;
                     if requests >= MAX_REQUESTS_PER_ROUND {
@@ -259,6 +266,11 @@ pub(crate) async fn handle(
         if !out.is_empty() {
             stream.write_all(&out).await?;
             out.clear();
+        }
+        if acks > 0 {
+            // Counted once written: an ack is only sent after its fsync.
+            metrics::counter!("nagare_forward_acks_total").increment(acks);
+            acks = 0;
         }
         // What was appended and acknowledged no longer counts against the cap.
         share.release_to(buf.len());

@@ -52,6 +52,8 @@ enum Resolved {
         partition: Arc<Partition>,
         format: Format,
         max_batch: usize,
+        /// The route's counters in [`Router::stats`].
+        route: usize,
     },
 }
 
@@ -143,7 +145,8 @@ impl Ingest {
         }
         // The decoder checked the tag is UTF-8.
         let tag_str = std::str::from_utf8(tag).unwrap_or_default();
-        let resolved = match self.router.resolve(tag_str) {
+        let (route, target) = self.router.resolve_route(tag_str);
+        let resolved = match target {
             Target::Drop => Resolved::Drop,
             Target::Topic { name, format } => {
                 let core = |source| IngestError::Core {
@@ -156,6 +159,7 @@ impl Ingest {
                     partition,
                     format,
                     max_batch: topic.config().max_message_bytes as usize,
+                    route,
                 }
             }
         };
@@ -172,13 +176,14 @@ impl Ingest {
     /// The append itself never waits: the caller fsyncs once for every request it took
     /// from the socket in one go (group commit across pipelined chunks), then acks.
     pub async fn append(&mut self, req: &Request, durable: bool) -> Result<Pending, IngestError> {
-        let (partition, format, max_batch) = match self.resolve(&req.tag)? {
+        let (partition, format, max_batch, route) = match self.resolve(&req.tag)? {
             Resolved::Drop => return Ok(Pending::NONE),
             Resolved::Store {
                 partition,
                 format,
                 max_batch,
-            } => (partition, format, max_batch),
+                route,
+            } => (partition, format, max_batch, route),
         };
         if let Some(access) = &mut self.access {
             access.check(&req.tag, partition.topic())?;
@@ -191,6 +196,7 @@ impl Ingest {
         let budget = max_batch.saturating_sub(BATCH_MARGIN).max(HEADER_LEN + 1);
         let mut last = -1;
         let mut from = 0;
+        let mut bytes = 0u64;
         self.rejected.clear();
         while from < req.entries.len() {
             let (batch, next) = build_batch(
@@ -203,6 +209,7 @@ impl Ingest {
             )?;
             from = next;
             let Some(batch) = batch else { continue };
+            bytes += batch.len() as u64;
             let info = partition
                 .append(batch, AckLevel::None)
                 .await
@@ -213,7 +220,15 @@ impl Ingest {
             last = last.max(info.last_offset);
         }
         let refused = self.rejected.len();
-        self.events += (req.entries.len() - refused) as u64;
+        let stored = (req.entries.len() - refused) as u64;
+        self.events += stored;
+        if let Some(stats) = self.router.stats().get(route) {
+            stats.stored(stored, bytes);
+            if refused > 0 {
+                stats.dead_lettered(refused as u64);
+                metrics::counter!("nagare_forward_dead_lettered_total").increment(refused as u64);
+            }
+        }
         let level = if durable {
             AckLevel::Durable
         } else {

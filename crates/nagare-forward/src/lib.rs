@@ -22,6 +22,7 @@ pub mod json;
 pub mod msgpack;
 pub mod reject;
 pub mod route;
+pub mod route_stats;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -88,6 +89,7 @@ pub async fn handle(conn: Connection, state: Arc<ForwardState>) {
         addr: peer,
         principal: conn.principal,
         auth_required: conn.auth_required,
+        info: conn.info.clone(),
     };
     tokio::select! {
         done = conn::handle(conn.stream, state, who) => match done {

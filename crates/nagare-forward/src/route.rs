@@ -3,9 +3,12 @@
 //! The first route that matches wins; without one, the topic is the tag with characters
 //! outside Kafka's legal set replaced by `_`.
 
+use std::sync::Arc;
+
 use nagare_core::sanitize_topic_name;
 
 use crate::config::{Format, Route};
+use crate::route_stats::RouteStats;
 
 /// Where events of one tag go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +40,8 @@ struct Compiled {
 pub struct Router {
     routes: Vec<Compiled>,
     default_format: Format,
+    /// One per route, then one for tags no route matched.
+    stats: Arc<[RouteStats]>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -81,30 +86,48 @@ impl Router {
                 target,
             });
         }
+        let stats = routes
+            .iter()
+            .map(|r| RouteStats::new(Some(r.pattern.clone()), (!r.drop).then(|| r.topic.clone())))
+            .chain([RouteStats::new(None, Some(String::new()))])
+            .collect();
         Ok(Router {
             routes: compiled,
             default_format,
+            stats,
         })
+    }
+
+    /// Every route's counters in configuration order, then the unmatched tags' ones.
+    pub fn stats(&self) -> &[RouteStats] {
+        &self.stats
     }
 
     /// The target of `tag`.
     pub fn resolve(&self, tag: &str) -> Target {
+        self.resolve_route(tag).1
+    }
+
+    /// The target of `tag` and the index of its counters in [`Router::stats`].
+    pub fn resolve_route(&self, tag: &str) -> (usize, Target) {
         let parts: Vec<&str> = tag.split('.').collect();
-        for r in &self.routes {
+        for (i, r) in self.routes.iter().enumerate() {
             if r.alternatives.iter().any(|alt| match_parts(alt, &parts)) {
-                return match &r.target {
+                let target = match &r.target {
                     Target::Topic { name, format } if name.is_empty() => Target::Topic {
                         name: sanitize_topic_name(tag),
                         format: *format,
                     },
                     t => t.clone(),
                 };
+                return (i, target);
             }
         }
-        Target::Topic {
+        let target = Target::Topic {
             name: sanitize_topic_name(tag),
             format: self.default_format,
-        }
+        };
+        (self.routes.len(), target)
     }
 }
 

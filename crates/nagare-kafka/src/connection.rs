@@ -26,6 +26,7 @@ use tokio::sync::watch;
 use crate::codec::{self, RequestError};
 use crate::handlers::{self, api_versions};
 use crate::memory_pool::{Lease, TooLargeForPool};
+use crate::meters::RequestTimer;
 use crate::output::OutQueue;
 use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
@@ -203,6 +204,8 @@ fn start(
         Err(e) => return (ready(0, false, Err(refused(e))), false),
     };
     let correlation_id = req.correlation_id();
+    session.saw_client_id(req.header.client_id.as_deref());
+    let timer = RequestTimer::start(req.api_key, req.version);
     if !session.may_proceed() && !before_login(req.api_key) {
         tracing::info!(peer = %session.peer, api = ?req.api_key, "request before authentication; closing connection");
         return (
@@ -221,6 +224,7 @@ fn start(
     let pending: Pending = Box::pin(call.map(move |reply| {
         // Answered: the request's memory goes back to the pool.
         drop(lease);
+        timer.done();
         if let Err(e) = &reply {
             tracing::warn!(api = ?key, error = %e, "kafka request failed; closing connection");
         }

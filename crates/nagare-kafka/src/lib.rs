@@ -16,6 +16,7 @@ pub mod fuzzing;
 mod guard;
 mod handlers;
 mod memory_pool;
+mod meters;
 mod output;
 mod rejected;
 mod sasl;
@@ -91,12 +92,10 @@ impl Default for Config {
 /// ([`nagare_listener`]); `state` is built once per listener with [`KafkaState::new`].
 pub async fn handle(conn: Connection, state: Arc<KafkaState>) {
     let peer = conn.peer;
-    let session = Arc::new(session::Session::new(
-        &state.security,
-        conn.principal,
-        peer,
-        conn.auth_required,
-    ));
+    let session = Arc::new(
+        session::Session::new(&state.security, conn.principal, peer, conn.auth_required)
+            .with_info(conn.info.clone()),
+    );
     if let Err(e) = connection::run(conn.stream, state, session, conn.shutdown).await {
         tracing::debug!(%peer, error = %e, "kafka connection closed");
     }

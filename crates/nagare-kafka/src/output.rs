@@ -191,8 +191,10 @@ async fn send_file(stream: &mut Stream, slice: &FileSlice) -> io::Result<()> {
         return copy_file(stream, slice).await;
     };
     let result = sendfile_all(tcp, slice).await;
-    // The bytes went around the stream's own accounting: tell its idle clock.
-    stream.touch();
+    // The bytes went around the stream's own accounting: tell its idle clock and its
+    // byte count (on error, some may not have gone; close enough for a connection's
+    // traffic figure).
+    stream.sent_around(u64::from(slice.len));
     result
 }
 

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use nagare_core::security::{AclCache, Operation, Principal, ResourceType, Security};
+use nagare_listener::ConnectionInfo;
 use parking_lot::Mutex;
 
 use crate::sasl::SaslStage;
@@ -28,6 +29,8 @@ pub(crate) struct Session {
     sasl: Mutex<SaslStage>,
     /// Close once the answers queued so far are written (a failed login).
     closing: AtomicBool,
+    /// The connection's registry entry (client id, user), when served by a listener.
+    info: Option<std::sync::Arc<ConnectionInfo>>,
 }
 
 impl Session {
@@ -50,6 +53,20 @@ impl Session {
             security: security.clone(),
             sasl: Mutex::new(SaslStage::Start),
             closing: AtomicBool::new(false),
+            info: None,
+        }
+    }
+
+    /// Ties the session to its connection's registry entry.
+    pub(crate) fn with_info(mut self, info: std::sync::Arc<ConnectionInfo>) -> Session {
+        self.info = Some(info);
+        self
+    }
+
+    /// Notes the client id of a request header in the connection registry.
+    pub(crate) fn saw_client_id(&self, client_id: Option<&str>) {
+        if let (Some(info), Some(id)) = (&self.info, client_id) {
+            info.set_client_id(id);
         }
     }
 
@@ -86,6 +103,9 @@ impl Session {
 
     /// After a successful login: the connection acts as `principal` from now on.
     pub(crate) fn authenticated_as(&self, principal: Principal) {
+        if let (Some(info), Principal::User(user)) = (&self.info, &principal) {
+            info.set_user(user);
+        }
         self.acl.lock().set_principal(principal);
         self.authenticated.store(true, Ordering::Release);
     }

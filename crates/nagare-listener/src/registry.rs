@@ -98,6 +98,20 @@ impl ConnectionRegistry {
 }
 
 impl ConnectionInfo {
+    /// An entry in no registry, for a front end driven without a listener (tests, tools).
+    pub fn standalone(protocol: &'static str, peer: SocketAddr) -> Arc<ConnectionInfo> {
+        Arc::new(ConnectionInfo {
+            id: 0,
+            protocol,
+            listener: protocol,
+            peer,
+            opened_at_ms: nagare_core::log::now_ms(),
+            client_id: Mutex::new(None),
+            user: Mutex::new(None),
+            activity: Activity::new(),
+        })
+    }
+
     /// Unique for the life of the process, growing with each accepted connection.
     pub fn id(&self) -> u64 {
         self.id

@@ -54,6 +54,8 @@ pub(crate) struct Connect {
     pub host: Option<String>,
     pub login: Option<String>,
     pub passcode: Option<String>,
+    /// `client-id` (ActiveMQ's name for a client), shown in `GET /connections`.
+    pub client_id: Option<String>,
     /// `heart-beat` as (client sends every, client wants every), ms; (0, 0) if absent.
     pub heartbeat: (u64, u64),
 }
@@ -113,6 +115,7 @@ impl ClientCommand {
                 host: owned(f, "host"),
                 login: owned(f, "login"),
                 passcode: owned(f, "passcode"),
+                client_id: owned(f, "client-id"),
                 heartbeat: match f.header("heart-beat") {
                     None => (0, 0),
                     Some(hb) => parse_heartbeat(hb).ok_or_else(|| {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use nagare_listener::Stream;
+use nagare_listener::{ConnectionInfo, Stream};
 use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -28,6 +28,7 @@ pub(crate) async fn handle(
     stream: Stream,
     shared: Arc<Shared>,
     access: Access,
+    info: Arc<ConnectionInfo>,
     mut stopping: watch::Receiver<bool>,
 ) {
     let peer = stream.peer_addr().ok();
@@ -36,10 +37,11 @@ pub(crate) async fn handle(
     let (out, mut dead, heartbeat_tx) = writer::spawn(
         id,
         wr,
+        info.clone(),
         shared.config.outbound_buffer_bytes,
         shared.outbound.clone(),
     );
-    let mut session = Session::new(shared.clone(), out.clone(), access);
+    let mut session = Session::new(shared.clone(), out.clone(), access).with_info(info);
     let mut decoder = Decoder::new(shared.config.limits());
     let mut buf = BytesMut::with_capacity(READ_SIZE);
     let mut deadline = Instant::now() + CONNECT_TIMEOUT;

@@ -43,6 +43,7 @@ async fn run_frame(
     frame: Frame,
     pending: &mut Option<Append>,
 ) -> Result<(), Refusal> {
+    crate::meters::frame_received(frame.command);
     if !session.connected() && !matches!(frame.command, Command::Connect | Command::Stomp) {
         let receipt = frame.header("receipt").map(str::to_string);
         let e = StompError::protocol(format!("{} before CONNECT", frame.command.as_str()));

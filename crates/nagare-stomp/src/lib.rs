@@ -28,6 +28,7 @@ pub mod encode;
 pub mod error;
 pub mod frame;
 mod message;
+mod meters;
 mod queue_sub;
 mod session;
 mod temp;
@@ -86,5 +87,5 @@ pub async fn handle(conn: Connection, state: StompState) {
         conn.principal,
         conn.auth_required,
     );
-    conn::handle(conn.stream, state.0, access, conn.shutdown).await;
+    conn::handle(conn.stream, state.0, access, conn.info, conn.shutdown).await;
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use nagare_core::queues::{Delivery, Queue, QueueSink};
+use nagare_core::Partition;
 
 use crate::message::MessageHead;
 use crate::writer::ConnOut;
@@ -16,6 +17,8 @@ pub(crate) struct StompQueueSink {
     pub sub_num: u64,
     /// Set for ack mode `auto`: messages are acknowledged once written.
     pub auto_ack: Option<Arc<Queue>>,
+    /// The queue's topic partition, which counts what is delivered from it.
+    pub partition: Option<Arc<Partition>>,
 }
 
 impl QueueSink for StompQueueSink {
@@ -34,6 +37,10 @@ impl QueueSink for StompQueueSink {
                 acks.push((q.clone(), d.consumer, d.offset));
             }
         }
+        if let Some(p) = &self.partition {
+            p.count_out(deliveries.len() as u64, buf.len() as u64);
+        }
+        crate::meters::messages_sent("queue", deliveries.len());
         self.out.send_queue_messages(buf.freeze(), acks)
     }
 }

@@ -15,6 +15,7 @@ use bytes::BytesMut;
 use nagare_core::queues::{ConsumerId, Queue, Queues};
 use nagare_core::security::Security;
 use nagare_core::Broker;
+use nagare_listener::ConnectionInfo;
 use tokio::task::JoinHandle;
 
 use crate::access::Access;
@@ -96,6 +97,8 @@ pub(crate) struct Session {
     heartbeat: (u64, u64),
     /// Who the peer is (after CONNECT) and what it may touch.
     access: Access,
+    /// The connection's registry entry (login, client id), when served by a listener.
+    info: Option<Arc<ConnectionInfo>>,
 }
 
 impl Session {
@@ -113,7 +116,14 @@ impl Session {
             transactions: HashMap::new(),
             heartbeat: (0, 0),
             access,
+            info: None,
         }
+    }
+
+    /// Ties the session to its connection's registry entry.
+    pub(crate) fn with_info(mut self, info: Arc<ConnectionInfo>) -> Session {
+        self.info = Some(info);
+        self
     }
 
     /// Whether CONNECT has been accepted.
@@ -182,6 +192,7 @@ impl Session {
     /// are redelivered), topic followers, temp queues; open transactions are dropped.
     pub(crate) fn cleanup(&mut self) {
         for (_, sub) in self.subs.drain() {
+            crate::meters::subscription_ended(&sub);
             end_subscription(sub);
         }
         for (_, id) in self.temps.drain() {

@@ -72,7 +72,9 @@ pub(crate) struct TempQueues {
 
 impl TempQueues {
     pub(crate) fn insert(&self, id: String, target: Arc<TempTarget>) {
-        self.map.write().insert(id, target);
+        if self.map.write().insert(id, target).is_none() {
+            crate::meters::temp_queues(1.0);
+        }
     }
 
     pub(crate) fn get(&self, id: &str) -> Option<Arc<TempTarget>> {
@@ -80,6 +82,8 @@ impl TempQueues {
     }
 
     pub(crate) fn remove(&self, id: &str) {
-        self.map.write().remove(id);
+        if self.map.write().remove(id).is_some() {
+            crate::meters::temp_queues(-1.0);
+        }
     }
 }

@@ -87,6 +87,10 @@ async fn follow(
             let id = format!("{topic}@{index}:{}", r.offset);
             head.encode_record(&mut buf, &id, Some(false), r);
         }
+        if !read.records.is_empty() {
+            partition.count_out(read.records.len() as u64, buf.len() as u64);
+            crate::meters::messages_sent("topic", read.records.len());
+        }
         if !buf.is_empty() && !out.send_reserved(buf.split().freeze(), room) {
             return Ok(());
         }

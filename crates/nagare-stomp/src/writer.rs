@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use nagare_core::queues::{ConsumerId, Queue};
-use nagare_listener::WriteHalf;
+use nagare_listener::{ConnectionInfo, WriteHalf};
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
@@ -49,6 +49,9 @@ struct Socket {
     lock: tokio::sync::Mutex<()>,
     /// Items sent to the channel and not yet written: the fast path must not overtake them.
     queued: AtomicUsize,
+    /// The connection's registry entry: the split writing half bypasses the stream's own
+    /// byte count, so what goes out is counted here.
+    info: Arc<ConnectionInfo>,
 }
 
 /// Where the bytes go.
@@ -89,6 +92,7 @@ impl Socket {
                 _ => break,
             }
         }
+        self.info.count_out((total - left.len()) as u64);
         if left.is_empty() {
             return Ok(());
         }
@@ -102,7 +106,15 @@ impl Socket {
         Ok(())
     }
 
-    async fn write_all(&self, mut buf: &[u8]) -> std::io::Result<()> {
+    async fn write_all(&self, buf: &[u8]) -> std::io::Result<()> {
+        let written = self.write_all_uncounted(buf).await;
+        if written.is_ok() {
+            self.info.count_out(buf.len() as u64);
+        }
+        written
+    }
+
+    async fn write_all_uncounted(&self, mut buf: &[u8]) -> std::io::Result<()> {
         let sock = match &self.sock {
             Sink::Plain(sock) => sock,
             Sink::Tls(tls) => {
@@ -301,6 +313,7 @@ impl ConnOut {
 pub(crate) fn spawn(
     id: u64,
     socket: WriteHalf,
+    info: Arc<ConnectionInfo>,
     budget_bytes: usize,
     global: GlobalBudget,
 ) -> (ConnOut, watch::Receiver<bool>, watch::Sender<u64>) {
@@ -316,6 +329,7 @@ pub(crate) fn spawn(
         },
         lock: tokio::sync::Mutex::new(()),
         queued: AtomicUsize::new(0),
+        info,
     });
     tokio::spawn(run(socket.clone(), rx, budget.clone(), dead_tx, hb_rx));
     (

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
 use hyper::body::Incoming;
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::PrometheusHandle;
 use nagare_core::security::{Operation, ResourceType, Security};
 use nagare_core::{Broker, CoreError, Subsystems, Topic};
 use nagare_listener::{Connection, ConnectionRegistry};
@@ -38,8 +38,6 @@ impl FromRef<AppState> for Security {
 /// What the operations routes (`/status`, `/connections`, `/groups`, `/queues`,
 /// `/forward/routes`, `/metrics`) read beside the topics; handlers take `State<Ops>`.
 #[derive(Clone)]
-// `core`, `forward` and `started_at_ms` are read by the routes that come next.
-#[allow(dead_code)]
 pub(crate) struct Ops {
     pub broker: Arc<Broker>,
     pub security: Security,
@@ -61,10 +59,6 @@ impl FromRef<AppState> for Ops {
     }
 }
 
-pub(crate) fn install_metrics() -> anyhow::Result<PrometheusHandle> {
-    Ok(PrometheusBuilder::new().install_recorder()?)
-}
-
 /// The admin API, behind the authentication middleware.
 pub(crate) fn app(metrics: PrometheusHandle, auth: HttpAuth, ops: Ops) -> Router {
     let security = auth.security.clone();
@@ -83,6 +77,7 @@ pub(crate) fn app(metrics: PrometheusHandle, auth: HttpAuth, ops: Ops) -> Router
         )
         .route("/users/:name", delete(crate::http_users::delete))
         .route("/connections", get(crate::http_connections::list))
+        .route("/forward/routes", get(crate::http_forward::list))
         .route(
             "/acls",
             get(crate::http_acls::list)

@@ -142,7 +142,7 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         "nagare starting"
     );
     let started_at_ms = nagare_core::log::now_ms();
-    let metrics = crate::http::install_metrics()?;
+    let metrics = crate::metrics_scrape::install()?;
     let broker_config = settings.broker_config();
     let broker = tokio::task::spawn_blocking(move || Broker::open(broker_config))
         .await?

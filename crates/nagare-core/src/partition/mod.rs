@@ -127,6 +127,11 @@ impl Partition {
         self.log.size_bytes()
     }
 
+    /// Segment files of the log (the active one included).
+    pub fn segment_count(&self) -> usize {
+        self.log.segment_count()
+    }
+
     /// The largest record timestamp and the offset holding it (Kafka's MAX_TIMESTAMP).
     pub fn max_timestamp(&self) -> Option<(i64, i64)> {
         self.log.max_timestamp()

@@ -6,6 +6,7 @@
 //! bad iterations or salt UNACCEPTABLE_CREDENTIAL, deleting a missing credential
 //! RESOURCE_NOT_FOUND.
 
+use crate::meters::Counted;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
@@ -43,7 +44,7 @@ async fn handle(session: Arc<Session>, req: ParsedRequest) -> Result<Reply, Kafk
                 .entry(user.to_string())
                 .or_insert((errors::NONE, None));
             if entry.0 == errors::NONE {
-                *entry = (e.code(), Some(m));
+                *entry = (e.counted(), Some(m));
             }
         };
     let names = request

@@ -3,6 +3,7 @@
 //! version we do not know can still read the answer; to such a client we answer in v0 with
 //! UNSUPPORTED_VERSION and the full list, and it retries with a version we listed.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::api_versions_response::ApiVersion;
@@ -28,7 +29,7 @@ async fn handle(_state: Arc<KafkaState>, req: ParsedRequest) -> Result<Reply, Ka
 
 /// The v0 answer to a request whose version is above ours.
 pub(crate) fn unsupported_version_reply() -> Result<Reply, KafkaError> {
-    encode(&response(ResponseError::UnsupportedVersion.code()), 0)
+    encode(&response(ResponseError::UnsupportedVersion.counted()), 0)
 }
 
 fn response(error_code: i16) -> ApiVersionsResponse {

@@ -3,6 +3,7 @@
 //! cluster. Each creation is answered on its own: an invalid one gets INVALID_REQUEST and
 //! a message, the others are added.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::create_acls_response::AclCreationResult;
@@ -26,7 +27,7 @@ pub(crate) const HANDLER: Handler = Handler {
 
 fn failed(error: ResponseError, message: String) -> AclCreationResult {
     AclCreationResult::default()
-        .with_error_code(error.code())
+        .with_error_code(error.counted())
         .with_error_message(Some(str_bytes(message)))
 }
 

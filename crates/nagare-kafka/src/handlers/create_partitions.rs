@@ -1,5 +1,6 @@
 //! CreatePartitions (37): grows a topic to the requested partition count.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
@@ -33,7 +34,7 @@ async fn handle(
             // Alter on the topic, checked before anything else about it.
             if !session.topic_allowed(Operation::Alter, &t.name) {
                 return result
-                    .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                    .with_error_code(ResponseError::TopicAuthorizationFailed.counted())
                     .with_error_message(Some(str_bytes("not authorized to alter this topic")));
             }
             let outcome = if t.count <= 0 {
@@ -46,7 +47,7 @@ async fn handle(
             match outcome {
                 Ok(()) => result.with_error_code(errors::NONE),
                 Err(e) => result
-                    .with_error_code(core_error(&e).code())
+                    .with_error_code(core_error(&e).counted())
                     .with_error_message(Some(str_bytes(e.to_string()))),
             }
         })

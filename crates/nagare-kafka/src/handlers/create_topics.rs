@@ -1,6 +1,7 @@
 //! CreateTopics (19): -1 partitions / replication factor take the defaults; a replication
 //! factor above 1 cannot be honoured by one node and is refused; configs are Kafka names.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -39,7 +40,7 @@ async fn handle(
             if !cluster_create && !session.topic_allowed(Operation::Create, &t.name) {
                 return CreatableTopicResult::default()
                     .with_name(t.name.clone())
-                    .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                    .with_error_code(ResponseError::TopicAuthorizationFailed.counted())
                     .with_error_message(Some(str_bytes("Authorization failed.")))
                     .with_num_partitions(-1)
                     .with_replication_factor(-1)
@@ -48,7 +49,7 @@ async fn handle(
             let mut result = create(&state, t, request.validate_only, req.version);
             // The resulting configs are shown only with DescribeConfigs on the topic.
             if req.version >= 5 && !session.topic_allowed(Operation::DescribeConfigs, &t.name) {
-                result.topic_config_error_code = ResponseError::TopicAuthorizationFailed.code();
+                result.topic_config_error_code = ResponseError::TopicAuthorizationFailed.counted();
                 result.configs = None;
             }
             result
@@ -97,7 +98,7 @@ fn create_full(
     };
     if t.replication_factor > 1 || t.replication_factor == 0 || t.replication_factor < -1 {
         return fail(
-            ResponseError::InvalidReplicationFactor.code(),
+            ResponseError::InvalidReplicationFactor.counted(),
             format!(
                 "replication factor {} but this cluster has one broker",
                 t.replication_factor
@@ -110,7 +111,7 @@ fn create_full(
         None
     } else if t.num_partitions <= 0 {
         return fail(
-            ResponseError::InvalidPartitions.code(),
+            ResponseError::InvalidPartitions.counted(),
             format!("invalid partition count {}", t.num_partitions),
         );
     } else {
@@ -120,7 +121,7 @@ fn create_full(
     for c in &t.configs {
         if let Some(v) = &c.value {
             if let Err(e) = config.set(&c.name, v) {
-                return fail(core_error(&e).code(), e.to_string());
+                return fail(core_error(&e).counted(), e.to_string());
             }
         }
     }
@@ -154,6 +155,6 @@ fn create_full(
                     })
                     .collect(),
             )),
-        Err(e) => fail(core_error(&e).code(), e.to_string()),
+        Err(e) => fail(core_error(&e).counted(), e.to_string()),
     }
 }

@@ -2,6 +2,7 @@
 //! each one removed; every connection's cached decisions are forgotten at once. Needs
 //! Alter on the cluster. An invalid filter gets INVALID_REQUEST; the others still apply.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::delete_acls_response::{
@@ -27,7 +28,7 @@ pub(crate) const HANDLER: Handler = Handler {
 
 fn failed(error: ResponseError, message: String) -> DeleteAclsFilterResult {
     DeleteAclsFilterResult::default()
-        .with_error_code(error.code())
+        .with_error_code(error.counted())
         .with_error_message(Some(str_bytes(message)))
 }
 

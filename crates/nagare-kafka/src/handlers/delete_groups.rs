@@ -1,5 +1,6 @@
 //! DeleteGroups (42): deletes empty groups and their committed offsets.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
@@ -45,11 +46,11 @@ async fn handle(
         .zip(&authorized)
         .map(|(id, ok)| {
             let error = if !ok {
-                ResponseError::GroupAuthorizationFailed.code()
+                ResponseError::GroupAuthorizationFailed.counted()
             } else {
                 match deleted.next() {
-                    Some(r) => r.err().map_or(errors::NONE, |e| group_error(&e).code()),
-                    None => ResponseError::UnknownServerError.code(),
+                    Some(r) => r.err().map_or(errors::NONE, |e| group_error(&e).counted()),
+                    None => ResponseError::UnknownServerError.counted(),
                 }
             };
             DeletableGroupResult::default()

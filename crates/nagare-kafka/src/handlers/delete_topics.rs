@@ -1,5 +1,6 @@
 //! DeleteTopics (20): by name (v1-5) or by name or topic id (v6).
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
@@ -49,7 +50,7 @@ async fn handle(
                 .with_topic_id(id);
             let denied = |result: DeletableTopicResult| {
                 result
-                    .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                    .with_error_code(ResponseError::TopicAuthorizationFailed.counted())
                     .with_error_message(
                         (version >= 5).then(|| str_bytes("not authorized to delete this topic")),
                     )
@@ -67,9 +68,9 @@ async fn handle(
             };
             let Some(topic) = topic else {
                 let error_code = if name.is_some() {
-                    ResponseError::UnknownTopicOrPartition.code()
+                    ResponseError::UnknownTopicOrPartition.counted()
                 } else {
-                    ResponseError::UnknownTopicId.code()
+                    ResponseError::UnknownTopicId.counted()
                 };
                 return result.with_error_code(error_code);
             };
@@ -82,7 +83,7 @@ async fn handle(
             match broker.delete_topic(topic.name()) {
                 Ok(()) => result.with_error_code(errors::NONE),
                 Err(e) => result
-                    .with_error_code(core_error(&e).code())
+                    .with_error_code(core_error(&e).counted())
                     .with_error_message((version >= 5).then(|| str_bytes(e.to_string()))),
             }
         })

@@ -1,6 +1,7 @@
 //! DescribeAcls (29): the ACLs one filter matches, grouped by resource pattern as Kafka
 //! answers them. Needs Describe on the cluster.
 
+use crate::meters::Counted;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -28,7 +29,7 @@ async fn handle(session: Arc<Session>, req: ParsedRequest) -> Result<Reply, Kafk
     let refuse = |error: ResponseError, message: String| {
         encode(
             &DescribeAclsResponse::default()
-                .with_error_code(error.code())
+                .with_error_code(error.counted())
                 .with_error_message(Some(str_bytes(message))),
             req.version,
         )

@@ -1,6 +1,7 @@
 //! DescribeConfigs (32): every entry of a topic's configuration, defaults included, and a
 //! few broker-level entries.
 
+use crate::meters::Counted;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -56,7 +57,7 @@ async fn handle(
             };
             if let Some(error) = refused {
                 return result
-                    .with_error_code(error.code())
+                    .with_error_code(error.counted())
                     .with_error_message(Some(str_bytes("not authorized to describe configs")));
             }
             let entries: Vec<(String, String, i8)> = match r.resource_type {
@@ -78,14 +79,14 @@ async fn handle(
                     }
                     None => {
                         return result
-                            .with_error_code(ResponseError::UnknownTopicOrPartition.code())
+                            .with_error_code(ResponseError::UnknownTopicOrPartition.counted())
                             .with_error_message(Some(str_bytes("unknown topic")))
                     }
                 },
                 BROKER => broker_entries(&state),
                 _ => {
                     return result
-                        .with_error_code(ResponseError::InvalidRequest.code())
+                        .with_error_code(ResponseError::InvalidRequest.counted())
                         .with_error_message(Some(str_bytes("unsupported resource type")))
                 }
             };

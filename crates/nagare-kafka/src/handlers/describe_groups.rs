@@ -1,6 +1,7 @@
 //! DescribeGroups (15): state, protocol and members of groups; an unknown group is shown
 //! as Dead with no members (as Kafka does up to v5).
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
@@ -35,7 +36,7 @@ async fn handle(
                 // Kafka's `groupError`: empty state, protocol and members.
                 return DescribedGroup::default()
                     .with_group_id(id.clone())
-                    .with_error_code(ResponseError::GroupAuthorizationFailed.code());
+                    .with_error_code(ResponseError::GroupAuthorizationFailed.counted());
             }
             let d = state.groups.describe_group(id);
             let mut group = DescribedGroup::default()

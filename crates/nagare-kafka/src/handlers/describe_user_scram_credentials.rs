@@ -1,6 +1,7 @@
 //! DescribeUserScramCredentials (50): the SCRAM mechanisms and iteration counts of users
 //! in the broker's one user store (never a credential). Needs Describe on the cluster.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::describe_user_scram_credentials_response::{
@@ -28,7 +29,7 @@ async fn handle(session: Arc<Session>, req: ParsedRequest) -> Result<Reply, Kafk
     let request: DescribeUserScramCredentialsRequest = decode(&req)?;
     let mut response = DescribeUserScramCredentialsResponse::default();
     if !session.cluster_allowed(Operation::Describe) {
-        response.error_code = ResponseError::ClusterAuthorizationFailed.code();
+        response.error_code = ResponseError::ClusterAuthorizationFailed.counted();
         return encode(&response, req.version);
     }
     let users = &session.security().users;
@@ -49,14 +50,14 @@ async fn handle(session: Arc<Session>, req: ParsedRequest) -> Result<Reply, Kafk
                     let mut r =
                         DescribeUserScramCredentialsResult::default().with_user(str_bytes(name));
                     if !seen.insert(name) {
-                        r.error_code = ResponseError::DuplicateResource.code();
+                        r.error_code = ResponseError::DuplicateResource.counted();
                         r.error_message = Some(str_bytes("user named twice in one request"));
                         return r;
                     }
                     match users.get(name).filter(|u| !u.scram.is_empty()) {
                         Some(u) => described(&u),
                         None => {
-                            r.error_code = ResponseError::ResourceNotFound.code();
+                            r.error_code = ResponseError::ResourceNotFound.counted();
                             r.error_message =
                                 Some(str_bytes(format!("no SCRAM credential for user {name}")));
                             r

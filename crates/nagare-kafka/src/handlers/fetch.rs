@@ -7,6 +7,7 @@
 //! records be file ranges that the connection sends with `sendfile(2)` right after the bytes
 //! in front of them. The request is still decoded with the crate.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -123,7 +124,7 @@ fn resolve(
                     .list_topics()
                     .into_iter()
                     .find(|x| x.id() == t.topic_id)
-                    .ok_or(ResponseError::UnknownTopicId.code())
+                    .ok_or(ResponseError::UnknownTopicId.counted())
                     .and_then(|topic| {
                         if session.topic_allowed(Operation::Read, topic.name()) {
                             Ok(topic)
@@ -136,7 +137,7 @@ fn resolve(
             } else {
                 broker
                     .topic(&t.topic)
-                    .ok_or(ResponseError::UnknownTopicOrPartition.code())
+                    .ok_or(ResponseError::UnknownTopicOrPartition.counted())
             };
             let partitions = t
                 .partitions
@@ -148,7 +149,7 @@ fn resolve(
                     partition: topic.as_ref().map_err(|c| *c).and_then(|topic| {
                         topic
                             .partition(p.partition)
-                            .map_err(|e| core_error(&e).code())
+                            .map_err(|e| core_error(&e).counted())
                     }),
                 })
                 .collect();
@@ -220,15 +221,20 @@ fn read_one(target: &Target, budget: u64, first: bool) -> PartitionResult {
         Ok(read) => {
             result.high_watermark = read.high_watermark;
             result.log_start_offset = read.log_start_offset;
+            if read.total_bytes > 0 {
+                // Records from the fetch offset on; the bytes are the whole batches sent.
+                let records = (read.next_offset - target.offset).max(0) as u64;
+                partition.count_out(records, read.total_bytes);
+            }
             result.records = read.slices.into_iter().map(Chunk::File).collect();
             if !read.copied.is_empty() {
                 result.records.push(Chunk::Mem(read.copied));
             }
         }
         Err(CoreError::Log(LogError::OffsetOutOfRange { .. })) => {
-            result.error_code = ResponseError::OffsetOutOfRange.code();
+            result.error_code = ResponseError::OffsetOutOfRange.counted();
         }
-        Err(e) => result.error_code = core_error(&e).code(),
+        Err(e) => result.error_code = core_error(&e).counted(),
     }
     result
 }

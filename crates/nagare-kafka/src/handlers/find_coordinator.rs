@@ -1,6 +1,7 @@
 //! FindCoordinator (10): this broker coordinates every group. Both layouts: one `key`
 //! (v0-3, librdkafka) and batched `coordinator_keys` (v4+, the Java client).
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
@@ -43,10 +44,10 @@ async fn handle(
             )
         };
         if !allowed {
-            (denied.code(), -1, String::new(), -1)
+            (denied.counted(), -1, String::new(), -1)
         } else if request.key_type == KEY_TYPE_TRANSACTION {
             (
-                ResponseError::CoordinatorNotAvailable.code(),
+                ResponseError::CoordinatorNotAvailable.counted(),
                 -1,
                 String::new(),
                 -1,

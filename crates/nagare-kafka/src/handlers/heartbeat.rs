@@ -1,6 +1,7 @@
 //! Heartbeat (12): keeps a member's session alive; REBALANCE_IN_PROGRESS tells it to
 //! rejoin.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::{ApiKey, HeartbeatRequest, HeartbeatResponse};
@@ -26,7 +27,7 @@ async fn handle(
 ) -> Result<Reply, KafkaError> {
     let request: HeartbeatRequest = decode(&req)?;
     let error = if !session.group_allowed(Operation::Read, &request.group_id) {
-        ResponseError::GroupAuthorizationFailed.code()
+        ResponseError::GroupAuthorizationFailed.counted()
     } else {
         match state.groups.heartbeat(
             &request.group_id.0,
@@ -35,7 +36,7 @@ async fn handle(
             request.generation_id,
         ) {
             Ok(()) => errors::NONE,
-            Err(e) => group_error(&e).code(),
+            Err(e) => group_error(&e).counted(),
         }
     };
     encode(

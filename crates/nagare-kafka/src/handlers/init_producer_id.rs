@@ -5,6 +5,7 @@
 //! Authorization as in Kafka 3+: a transactional id needs Write on it; an idempotent
 //! producer needs IdempotentWrite on the cluster or Write on at least one topic.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId};
@@ -39,11 +40,11 @@ async fn handle(
     let response = if transactional_id.is_some() {
         // Refused whether or not Write on the id is granted; either way the answer is
         // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which is what Kafka says when it is not.
-        response.with_error_code(ResponseError::TransactionalIdAuthorizationFailed.code())
+        response.with_error_code(ResponseError::TransactionalIdAuthorizationFailed.counted())
     } else if !session.cluster_allowed(Operation::IdempotentWrite)
         && !session.allowed_on_any(Operation::Write, ResourceType::Topic)
     {
-        response.with_error_code(ResponseError::ClusterAuthorizationFailed.code())
+        response.with_error_code(ResponseError::ClusterAuthorizationFailed.counted())
     } else {
         let current = (request.producer_id.0 >= 0 && request.producer_epoch >= 0)
             .then_some((request.producer_id.0, request.producer_epoch));
@@ -52,7 +53,7 @@ async fn handle(
                 .with_error_code(errors::NONE)
                 .with_producer_id(ProducerId(id))
                 .with_producer_epoch(epoch),
-            Err(e) => response.with_error_code(produce_error(&e).code()),
+            Err(e) => response.with_error_code(produce_error(&e).counted()),
         }
     };
     encode(&response, req.version)

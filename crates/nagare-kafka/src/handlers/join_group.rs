@@ -1,6 +1,7 @@
 //! JoinGroup (11): joins a member to a group and waits for the rebalance to complete
 //! (MEMBER_ID_REQUIRED first for new dynamic members at v4+; static members at v5+).
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
@@ -34,7 +35,7 @@ async fn handle(
     if !session.group_allowed(Operation::Read, &request.group_id) {
         // Kafka answers with an empty member id and no generation.
         let response = JoinGroupResponse::default()
-            .with_error_code(ResponseError::GroupAuthorizationFailed.code())
+            .with_error_code(ResponseError::GroupAuthorizationFailed.counted())
             .with_generation_id(-1);
         return encode(&response, req.version);
     }
@@ -107,7 +108,7 @@ async fn handle(
                 _ => request.member_id.clone(),
             };
             JoinGroupResponse::default()
-                .with_error_code(group_error(&e).code())
+                .with_error_code(group_error(&e).counted())
                 .with_generation_id(-1)
                 .with_member_id(member_id)
         }

@@ -1,6 +1,7 @@
 //! LeaveGroup (13): members leave at once instead of timing out (one member up to v2,
 //! a batch of members, possibly static ones by instance id, from v3).
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::leave_group_response::MemberResponse;
@@ -44,11 +45,11 @@ async fn handle(
     };
     let mut response = LeaveGroupResponse::default();
     if !session.group_allowed(Operation::Read, &request.group_id) {
-        response.error_code = ResponseError::GroupAuthorizationFailed.code();
+        response.error_code = ResponseError::GroupAuthorizationFailed.counted();
         return encode(&response, req.version);
     }
     match state.groups.leave(&request.group_id.0, &leaving) {
-        Err(e) => response.error_code = group_error(&e).code(),
+        Err(e) => response.error_code = group_error(&e).counted(),
         Ok(results) if req.version >= 3 => {
             response.members = request
                 .members
@@ -58,7 +59,9 @@ async fn handle(
                     MemberResponse::default()
                         .with_member_id(m.member_id.clone())
                         .with_group_instance_id(m.group_instance_id.clone())
-                        .with_error_code(r.err().map_or(errors::NONE, |e| group_error(&e).code()))
+                        .with_error_code(
+                            r.err().map_or(errors::NONE, |e| group_error(&e).counted()),
+                        )
                 })
                 .collect();
         }
@@ -66,7 +69,7 @@ async fn handle(
             response.error_code = results
                 .into_iter()
                 .find_map(Result::err)
-                .map_or(errors::NONE, |e| group_error(&e).code());
+                .map_or(errors::NONE, |e| group_error(&e).counted());
         }
     }
     encode(&response, req.version)

@@ -1,6 +1,7 @@
 //! ListOffsets (2): -1 latest, -2 earliest, -3 the record with the largest timestamp,
 //! otherwise the first offset at or after a timestamp (through the time index).
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::list_offsets_response::{
@@ -48,7 +49,7 @@ async fn handle(
                         .with_partition_index(p.partition_index);
                     if !authorized {
                         return answer
-                            .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                            .with_error_code(ResponseError::TopicAuthorizationFailed.counted())
                             .with_offset(-1)
                             .with_timestamp(-1);
                     }
@@ -62,7 +63,7 @@ async fn handle(
                                 .with_leader_epoch(if req.version >= 4 { 0 } else { -1 })
                         }
                         Err(e) => answer
-                            .with_error_code(core_error(&e).code())
+                            .with_error_code(core_error(&e).counted())
                             .with_offset(-1)
                             .with_timestamp(-1),
                     }

@@ -6,6 +6,7 @@
 //! listing, TOPIC_AUTHORIZATION_FAILED when named), Create on the cluster or the topic to
 //! have it auto-created.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::metadata_response::{
@@ -80,9 +81,9 @@ async fn handle(
                     } else if auto_create {
                         broker
                             .topic_or_create(name)
-                            .map_err(|e| failed(core_error(&e).code()))
+                            .map_err(|e| failed(core_error(&e).counted()))
                     } else {
-                        Err(failed(ResponseError::UnknownTopicOrPartition.code()))
+                        Err(failed(ResponseError::UnknownTopicOrPartition.counted()))
                     }
                 }
                 None => match broker
@@ -90,7 +91,11 @@ async fn handle(
                     .into_iter()
                     .find(|t| t.id() == wanted.topic_id)
                 {
-                    None => Err((ResponseError::UnknownTopicId.code(), None, wanted.topic_id)),
+                    None => Err((
+                        ResponseError::UnknownTopicId.counted(),
+                        None,
+                        wanted.topic_id,
+                    )),
                     // Ids are not secret: Kafka answers TOPIC_AUTHORIZATION_FAILED with
                     // the id (and no name) here.
                     Some(t) if !session.topic_allowed(Operation::Describe, t.name()) => {

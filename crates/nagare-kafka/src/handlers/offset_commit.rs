@@ -1,6 +1,7 @@
 //! OffsetCommit (8): stores committed offsets (with their `metadata`) after the group's
 //! generation and member checks; answered once they are in the internal log.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::offset_commit_response::{
@@ -38,9 +39,9 @@ async fn handle(
     for t in &request.topics {
         if !group_allowed || !session.topic_allowed(Operation::Read, &t.name) {
             let code = if group_allowed {
-                ResponseError::TopicAuthorizationFailed.code()
+                ResponseError::TopicAuthorizationFailed.counted()
             } else {
-                ResponseError::GroupAuthorizationFailed.code()
+                ResponseError::GroupAuthorizationFailed.counted()
             };
             slots.push(t.partitions.iter().map(|_| Err(code)).collect());
             continue;
@@ -52,7 +53,7 @@ async fn handle(
         let mut row = Vec::with_capacity(t.partitions.len());
         for p in &t.partitions {
             if p.partition_index < 0 || p.partition_index >= count {
-                row.push(Err(ResponseError::UnknownTopicOrPartition.code()));
+                row.push(Err(ResponseError::UnknownTopicOrPartition.counted()));
                 continue;
             }
             row.push(Ok(commits.len()));
@@ -82,11 +83,11 @@ async fn handle(
     };
     let code_of = |slot: &Result<usize, i16>| match (slot, &results) {
         (Err(c), _) => *c,
-        (Ok(_), Err(e)) => group_error(e).code(),
+        (Ok(_), Err(e)) => group_error(e).counted(),
         (Ok(i), Ok(r)) => match r.get(*i) {
             Some(Ok(())) => errors::NONE,
-            Some(Err(e)) => group_error(e).code(),
-            None => ResponseError::UnknownServerError.code(),
+            Some(Err(e)) => group_error(e).counted(),
+            None => ResponseError::UnknownServerError.counted(),
         },
     };
     let topics = request

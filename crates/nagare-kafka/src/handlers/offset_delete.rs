@@ -1,5 +1,6 @@
 //! OffsetDelete (47): deletes committed offsets of topics the group no longer consumes.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::offset_delete_response::{
@@ -30,7 +31,7 @@ async fn handle(
     let request: OffsetDeleteRequest = decode(&req)?;
     if !session.group_allowed(Operation::Delete, &request.group_id) {
         let response = OffsetDeleteResponse::default()
-            .with_error_code(ResponseError::GroupAuthorizationFailed.code());
+            .with_error_code(ResponseError::GroupAuthorizationFailed.counted());
         return encode(&response, req.version);
     }
     // Read on each topic too: the partitions of others are answered
@@ -56,7 +57,7 @@ async fn handle(
         .delete_offsets(&request.group_id.0, &partitions)
         .await
     {
-        Err(e) => OffsetDeleteResponse::default().with_error_code(group_error(&e).code()),
+        Err(e) => OffsetDeleteResponse::default().with_error_code(group_error(&e).counted()),
         Ok(results) => {
             let mut results = results.into_iter();
             let topics = request
@@ -71,12 +72,12 @@ async fn handle(
                                 .iter()
                                 .map(|p| {
                                     let error = if !ok {
-                                        ResponseError::TopicAuthorizationFailed.code()
+                                        ResponseError::TopicAuthorizationFailed.counted()
                                     } else {
                                         match results.next() {
                                             Some(Ok(())) => errors::NONE,
-                                            Some(Err(e)) => group_error(&e).code(),
-                                            None => ResponseError::UnknownServerError.code(),
+                                            Some(Err(e)) => group_error(&e).counted(),
+                                            None => ResponseError::UnknownServerError.counted(),
                                         }
                                     };
                                     OffsetDeleteResponsePartition::default()

@@ -1,6 +1,7 @@
 //! OffsetFetch (9): committed offsets (-1 where none) with their metadata; one group up
 //! to v7, several groups per request from v8.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::offset_fetch_response::{
@@ -48,7 +49,7 @@ fn fetch(
                 let partitions = ps.into_iter().map(|p| (p, None)).collect();
                 denied.push((
                     t,
-                    ResponseError::TopicAuthorizationFailed.code(),
+                    ResponseError::TopicAuthorizationFailed.counted(),
                     partitions,
                 ));
             }
@@ -90,7 +91,7 @@ async fn handle(
                 response.groups.push(
                     OffsetFetchResponseGroup::default()
                         .with_group_id(g.group_id.clone())
-                        .with_error_code(ResponseError::GroupAuthorizationFailed.code()),
+                        .with_error_code(ResponseError::GroupAuthorizationFailed.counted()),
                 );
                 continue;
             }

@@ -1,6 +1,7 @@
 //! OffsetForLeaderEpoch (23): one node, one leader epoch (0) that never ended: every
 //! epoch's end offset is the log end offset.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::offset_for_leader_epoch_response::{
@@ -41,7 +42,7 @@ async fn handle(
                     let answer = EpochEndOffset::default().with_partition(p.partition);
                     if !authorized {
                         return answer
-                            .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                            .with_error_code(ResponseError::TopicAuthorizationFailed.counted())
                             .with_leader_epoch(-1)
                             .with_end_offset(-1);
                     }
@@ -51,7 +52,7 @@ async fn handle(
                             .with_leader_epoch(0)
                             .with_end_offset(part.log_end_offset()),
                         Err(e) => answer
-                            .with_error_code(core_error(&e).code())
+                            .with_error_code(core_error(&e).counted())
                             .with_leader_epoch(-1)
                             .with_end_offset(-1),
                     }

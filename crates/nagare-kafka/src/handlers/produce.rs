@@ -2,6 +2,7 @@
 //! compression codec, stored as sent); the log validates each one (CRC, sizes) and assigns
 //! its offsets, and idempotent batches go through the producer sequence check first.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -38,7 +39,7 @@ struct Outcome {
 impl Outcome {
     fn error(error: ResponseError, message: impl Into<String>) -> Outcome {
         Outcome {
-            error_code: error.code(),
+            error_code: error.counted(),
             base_offset: -1,
             log_start_offset: -1,
             message: Some(message.into()),

@@ -4,6 +4,7 @@
 //! user; failure answers SASL_AUTHENTICATION_FAILED after the login throttle's delay and
 //! closes the connection.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -52,13 +53,13 @@ async fn handle(session: Arc<Session>, req: ParsedRequest) -> Result<Reply, Kafk
                 .failed("kafka", session.peer.ip(), &user);
             tokio::time::sleep(delay).await;
             session.close_after_reply();
-            refused(ResponseError::SaslAuthenticationFailed.code(), REFUSED)
+            refused(ResponseError::SaslAuthenticationFailed.counted(), REFUSED)
         }
         Outcome::OutOfOrder => {
             tracing::info!(peer = %session.peer, "SaslAuthenticate without a handshake; closing connection");
             session.close_after_reply();
             refused(
-                ResponseError::IllegalSaslState.code(),
+                ResponseError::IllegalSaslState.counted(),
                 "SaslAuthenticate before SaslHandshake or after authentication",
             )
         }

@@ -4,6 +4,7 @@
 //! tokens would come without Kafka framing, is refused: no maintained client sends one
 //! once v1 is listed.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use kafka_protocol::messages::{ApiKey, SaslHandshakeRequest, SaslHandshakeResponse};
@@ -29,7 +30,7 @@ async fn handle(session: Arc<Session>, req: ParsedRequest) -> Result<Reply, Kafk
         session.close_after_reply();
         return encode(
             &SaslHandshakeResponse::default()
-                .with_error_code(ResponseError::IllegalSaslState.code())
+                .with_error_code(ResponseError::IllegalSaslState.counted())
                 .with_mechanisms(MECHANISMS.iter().map(|m| str_bytes(*m)).collect()),
             req.version,
         );
@@ -43,13 +44,13 @@ async fn handle(session: Arc<Session>, req: ParsedRequest) -> Result<Reply, Kafk
             None => {
                 tracing::info!(peer = %session.peer, mechanism = %request.mechanism.as_str(), "unsupported SASL mechanism; closing connection");
                 session.close_after_reply();
-                ResponseError::UnsupportedSaslMechanism.code()
+                ResponseError::UnsupportedSaslMechanism.counted()
             }
         },
         _ => {
             tracing::info!(peer = %session.peer, "SASL handshake out of order; closing connection");
             session.close_after_reply();
-            ResponseError::IllegalSaslState.code()
+            ResponseError::IllegalSaslState.counted()
         }
     };
     encode(

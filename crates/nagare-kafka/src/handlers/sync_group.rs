@@ -1,5 +1,6 @@
 //! SyncGroup (14): the leader's assignment, relayed byte for byte to each member.
 
+use crate::meters::Counted;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -28,7 +29,7 @@ async fn handle(
     let request: SyncGroupRequest = decode(&req)?;
     if !session.group_allowed(Operation::Read, &request.group_id) {
         let response = SyncGroupResponse::default()
-            .with_error_code(ResponseError::GroupAuthorizationFailed.code())
+            .with_error_code(ResponseError::GroupAuthorizationFailed.counted())
             .with_assignment(Bytes::new());
         return encode(&response, req.version);
     }
@@ -52,7 +53,7 @@ async fn handle(
             .with_protocol_name(s.protocol_name.filter(|_| v5).map(str_bytes))
             .with_assignment(s.assignment),
         Err(e) => SyncGroupResponse::default()
-            .with_error_code(group_error(&e).code())
+            .with_error_code(group_error(&e).counted())
             .with_assignment(Bytes::new()),
     };
     encode(&response, req.version)

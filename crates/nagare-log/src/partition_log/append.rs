@@ -154,6 +154,8 @@ impl PartitionLog {
             }
         }
         seg.set_size(position);
+        let added: u64 = bufs.iter().map(|b| b.len() as u64).sum();
+        self.written.fetch_add(added, Ordering::Relaxed);
         self.publish(Published {
             end_offset: next,
             active_base: seg.base,

@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -57,6 +57,9 @@ pub struct ReadResult {
     pub total_bytes: u64,
     pub log_start_offset: i64,
     pub high_watermark: i64,
+    /// The offset after the last batch returned (the requested offset when nothing was):
+    /// how far a reader got, for counting the records it was handed.
+    pub next_offset: i64,
 }
 
 /// Written by `close()` after everything is fsynced, removed by `open()`: when it is
@@ -95,6 +98,10 @@ pub struct PartitionLog {
     /// Something may have changed on disk since everything was last known durable (a
     /// clean open or close): when false, `close` has nothing to fsync.
     changed: AtomicBool,
+    /// Bytes written to segments since open, and how many of them the last fsync
+    /// covered: the difference is the size of the next fsync (`nagare_log_fsync_size_bytes`).
+    written: AtomicU64,
+    synced_written: AtomicU64,
 }
 
 struct Writer {
@@ -206,6 +213,11 @@ impl PartitionLog {
     /// Total bytes in all segments.
     pub fn size_bytes(&self) -> u64 {
         self.segments.read().iter().map(|s| s.size()).sum()
+    }
+
+    /// How many segments the log has (the active one included).
+    pub fn segment_count(&self) -> usize {
+        self.segments.read().len()
     }
 }
 

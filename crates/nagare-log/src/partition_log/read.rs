@@ -1,6 +1,7 @@
 //! Reading: whole batches from an offset for fetches (as file ranges, for sendfile), and
 //! lookups by timestamp. Readers see only what `append` published.
 
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -29,6 +30,7 @@ impl PartitionLog {
         let mut res = ReadResult {
             log_start_offset: start,
             high_watermark: p.end_offset,
+            next_offset: offset,
             ..Default::default()
         };
         if offset == p.end_offset {
@@ -93,6 +95,18 @@ impl PartitionLog {
             }
             res.total_bytes += len;
             budget = budget.saturating_sub(len);
+            res.next_offset = if end < limit {
+                // The batch after the range starts there: its base offset.
+                seg.file()
+                    .ok()
+                    .and_then(|f| next_base(&f, end))
+                    .unwrap_or(offset)
+            } else if seg.base == p.active_base {
+                p.end_offset
+            } else {
+                // A rolled segment read to its end: the next one starts where it ended.
+                next_segment_base(&segs, seg.base).unwrap_or(p.end_offset)
+            };
             if budget == 0 || end < limit {
                 break;
             }
@@ -190,4 +204,15 @@ impl PartitionLog {
         }
         None
     }
+}
+
+/// The base offset of the batch at `pos` (its first 8 bytes).
+fn next_base(file: &File, pos: u64) -> Option<i64> {
+    let mut head = [0u8; 8];
+    file.read_exact_at(&mut head, pos).ok()?;
+    Some(i64::from_be_bytes(head))
+}
+
+fn next_segment_base(segs: &[Arc<Segment>], base: i64) -> Option<i64> {
+    segs.iter().map(|s| s.base).find(|b| *b > base)
 }

@@ -2,7 +2,7 @@
 //! torn or corrupt tail back to the last whole batch when the last shutdown was not clean.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicI64};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -154,6 +154,8 @@ impl PartitionLog {
             dir_dirty: AtomicBool::new(fresh),
             recovery_point: AtomicI64::new(recovery_point),
             changed: AtomicBool::new(changed),
+            written: AtomicU64::new(0),
+            synced_written: AtomicU64::new(0),
         })
     }
 }

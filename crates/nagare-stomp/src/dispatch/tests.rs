@@ -108,8 +108,13 @@ impl Harness {
             .expect("connect");
         let (server, _) = listener.accept().await.expect("accept");
         let (_, wr) = nagare_listener::Stream::from_tcp(server).into_split();
-        let (out, _dead, _heartbeat) =
-            writer::spawn(1, wr, 1 << 20, writer::GlobalBudget::new(1 << 20));
+        let (out, _dead, _heartbeat) = writer::spawn(
+            1,
+            wr,
+            nagare_listener::ConnectionInfo::standalone("stomp", ([127, 0, 0, 1], 1).into()),
+            1 << 20,
+            writer::GlobalBudget::new(1 << 20),
+        );
         let mut decoder = Decoder::new(limits);
         decoder.version = Version::V1_2;
         Harness {

@@ -42,6 +42,14 @@ impl Session {
         self.access
             .login(connect.login.as_deref(), connect.passcode.as_deref(), cfg)
             .await?;
+        if let Some(info) = &self.info {
+            if let Some(login) = connect.login.as_deref().filter(|l| !l.is_empty()) {
+                info.set_user(login);
+            }
+            if let Some(id) = connect.client_id.as_deref().or(connect.host.as_deref()) {
+                info.set_client_id(id);
+            }
+        }
         let (cx, cy) = connect.heartbeat;
         let s = cfg.heartbeat_ms;
         // The spec: each direction is the larger of what one side can do and the other

@@ -56,6 +56,7 @@ impl Session {
                     head,
                     sub_num: num,
                     auto_ack: (ack == AckMode::Auto).then(|| queue.clone()),
+                    partition: Some(queue.partition().clone()),
                 });
                 let consumer = queue.subscribe(sink, prefetch);
                 SubKind::Queue { queue, consumer }
@@ -79,15 +80,14 @@ impl Session {
             }
         };
         self.sub_ids.insert(num, id.clone());
-        self.subs.insert(
-            id,
-            Subscription {
-                num,
-                dest,
-                ack,
-                kind,
-            },
-        );
+        let sub = Subscription {
+            num,
+            dest,
+            ack,
+            kind,
+        };
+        crate::meters::subscription_started(&sub);
+        self.subs.insert(id, sub);
         Ok(())
     }
 

@@ -24,6 +24,7 @@ impl Session {
                 h.destination = format!("/reply-queue/{}", self.temps[name]);
             }
         }
+        crate::meters::subscription_ended(&sub);
         end_subscription(sub);
         Ok(())
     }
