@@ -80,18 +80,27 @@ NG.pages.forward = async function (ctx) {
         NG.table(
           [
             { title: "Pattern", cell: (r) => el("code", {}, r.pattern) },
-            { title: "Topic", cell: (r) => (r.topic ? NG.link(NG.href("topics", r.topic), r.topic) : "—") },
-            { title: "Events", num: true, cell: (r) => NG.num(r.events) },
+            { title: "Topic", cell: (r) => NG.routeTopic(r) },
+            { title: "Events", num: true, class: "events", cell: (r) => NG.num(r.events) },
             { title: "Rate", num: true, cell: (r) => NG.rate(rates[routes.indexOf(r) + ":" + r.pattern], "ev") },
             { title: "Bytes", num: true, cell: (r) => NG.bytes(r.bytes) },
             { title: "Dead-lettered", num: true, cell: (r) => NG.num(r.dead_lettered) },
           ],
           routes,
-          { id: "routes", empty: "No forward routes." },
+          { id: "routes", rowData: (r) => ({ pattern: r.pattern }), empty: "No forward listener." },
         ),
       ),
     );
   }
   await refresh();
   ctx.every(5000, refresh);
+};
+
+// A route's topic: a configured name, the event's tag (`""`: the tag is the topic, as for
+// events no route matched), or nothing when the route drops its events.
+NG.routeTopic = function (r) {
+  const { el } = NG;
+  if (r.drop || r.topic === null || r.topic === undefined) return el("span", { class: "muted" }, "dropped");
+  if (r.topic === "") return el("span", { class: "muted" }, "the tag");
+  return NG.link(NG.href("topics", r.topic), r.topic);
 };
