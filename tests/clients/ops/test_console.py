@@ -184,6 +184,14 @@ def test_console_pages_show_the_broker(nagare):
         text = driver.find_element(By.CSS_SELECTOR, '#message-table tr[data-offset="2"] pre.value')
         assert (text.get_attribute("data-kind"), text.text) == ("text", "plain words")
         ui.shot("messages")
+        # From an offset: the page starts there.
+        Select(driver.find_element(By.ID, "mb-mode")).select_by_value("offset")
+        start = driver.find_element(By.ID, "mb-from")
+        start.clear()
+        start.send_keys("2")
+        driver.find_element(By.CSS_SELECTOR, "#browse button[type=submit]").click()
+        ui.text("#message-table tbody tr:first-child td.offset", "2")
+        assert len(driver.find_elements(By.CSS_SELECTOR, "#message-table tbody tr")) == 1
 
         # Groups: the lag in the list and per partition on the group's page.
         ui.go("#/groups", "groups")
@@ -193,11 +201,21 @@ def test_console_pages_show_the_broker(nagare):
         ui.text("#group-lag", "2")
         ui.text(f'#offsets tr[data-topic="{TOPIC}"][data-partition="0"] td.lag', "2")
         ui.shot("group")
+        # Reset to the earliest offset (the group is empty, so the broker allows it).
+        Select(driver.find_element(By.CSS_SELECTOR, "#reset-offsets select[name=to]")).select_by_value("earliest")
+        driver.find_element(By.CSS_SELECTOR, "#reset-offsets button[type=submit]").click()
+        ui.text("#group-lag", "3")
 
         # Queues: the queue's depth.
         ui.go("#/queues", "queues")
         ui.text(f'#queues tr[data-queue*="{QUEUE}"] td.depth', "3")
         ui.shot("queues")
+        # Purge takes a second click to confirm.
+        purge = driver.find_element(By.CSS_SELECTOR, f'#queues tr[data-queue*="{QUEUE}"] button.danger')
+        purge.click()
+        purge.click()
+        ui.text("#main .outcome", lambda t: "purged 3" in t)
+        ui.text(f'#queues tr[data-queue*="{QUEUE}"] td.depth', "0")
 
         # Connections: the STOMP connection left open (and this browser's own).
         ui.go("#/connections", "connections")
