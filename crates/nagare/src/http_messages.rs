@@ -11,8 +11,8 @@
 //!
 //! Needs Read on the topic, as consuming it would. Records are read through
 //! [`Partition::records_from`], the reader STOMP uses: compressed batches come back
-//! decoded, and records of aborted transactions are shown like any other (this is a
-//! look at the log, not a `read_committed` consumer).
+//! decoded, control batches are left out, and a batch that cannot be decoded is skipped
+//! with a warning there (its offsets are simply missing from the page).
 
 use std::collections::BTreeMap;
 
