@@ -24,11 +24,22 @@ fn main() {
         if let Ok(text) = std::fs::read_to_string(&head) {
             if let Some(r) = text.strip_prefix("ref: ") {
                 let common = common_dir(&git_dir);
-                println!("cargo:rerun-if-changed={}", common.join(r.trim()).display());
-                println!(
-                    "cargo:rerun-if-changed={}",
-                    common.join("packed-refs").display()
-                );
+                // Only paths that exist: cargo reruns the script on every build for a
+                // missing one. A packed branch has no file of its own yet: watch the
+                // directory its first loose ref will be written to.
+                let branch = common.join(r.trim());
+                let watched = if branch.exists() {
+                    Some(branch)
+                } else {
+                    branch
+                        .parent()
+                        .filter(|d| d.exists())
+                        .map(Path::to_path_buf)
+                };
+                let packed = Some(common.join("packed-refs")).filter(|p| p.exists());
+                for path in watched.into_iter().chain(packed) {
+                    println!("cargo:rerun-if-changed={}", path.display());
+                }
             }
         }
     }

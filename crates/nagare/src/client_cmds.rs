@@ -150,7 +150,7 @@ pub(crate) fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
                 }
                 // A batch's last offsets may hold no record (compacted away, a control
                 // batch): step past the whole batch so the end is reached all the same.
-                if !args.count.is_some_and(|c| printed >= c) && batch.len() >= 27 {
+                if args.count.is_none_or(|c| printed < c) && batch.len() >= 27 {
                     let base = i64::from_be_bytes(batch[0..8].try_into()?);
                     let last_delta = i32::from_be_bytes(batch[23..27].try_into()?);
                     offset = offset.max(base + i64::from(last_delta) + 1);

@@ -153,6 +153,23 @@ fn print_group(g: &GroupDetail) {
             m.map_or("-", |m| m.client_id.as_str()),
         );
     }
+    // Assigned partitions nothing was committed for yet, as Kafka's tool shows them.
+    for m in &g.members {
+        for a in &m.assignment {
+            for &p in &a.partitions {
+                if g.offsets
+                    .iter()
+                    .any(|o| o.topic == a.topic && o.partition == p)
+                {
+                    continue;
+                }
+                println!(
+                    "{:<30} {:>9} {:>14} {:>14} {:>10}  {:<40} {:<16} {}",
+                    a.topic, p, "-", "-", "-", m.member_id, m.client_host, m.client_id
+                );
+            }
+        }
+    }
     if !g.members.is_empty() {
         println!();
         println!(

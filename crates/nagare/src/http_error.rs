@@ -23,6 +23,9 @@ pub(crate) fn shutting_down() -> Response {
 
 /// The core subsystems behind the groups and queues routes; absent only when the API
 /// runs alone in a test.
+// The handlers answer with a `Response` on every error path; boxing this one would only
+// move the allocation.
+#[allow(clippy::result_large_err)]
 pub(crate) fn core(ops: &crate::http::Ops) -> Result<&nagare_core::Subsystems, Response> {
     ops.core.as_ref().ok_or_else(|| {
         error(
