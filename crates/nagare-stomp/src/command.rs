@@ -295,6 +295,7 @@ mod tests {
                     host: Some("/".into()),
                     login: Some("guest".into()),
                     passcode: Some("pw".into()),
+                    client_id: None,
                     heartbeat: (100, 200),
                 }))
             );

@@ -516,7 +516,8 @@ mod tests {
             .expect("connect");
         let (server, _) = listener.accept().await.expect("accept");
         let (_, wr) = nagare_listener::Stream::from_tcp(server).into_split();
-        let (out, dead, hb) = spawn(7, wr, budget, GlobalBudget::new(budget));
+        let info = ConnectionInfo::standalone("stomp", ([127, 0, 0, 1], 1).into());
+        let (out, dead, hb) = spawn(7, wr, info, budget, GlobalBudget::new(budget));
         (out, dead, hb, peer)
     }
 

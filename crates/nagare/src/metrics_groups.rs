@@ -92,9 +92,17 @@ fn groups(out: &mut String, ops: &Ops, core: &Subsystems) {
     out.push_str(&lags);
 }
 
+/// A queue family: name, type, help, and how to read it from the stats.
+type QueueFamily = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&nagare_core::queues::QueueStats) -> u64,
+);
+
 fn queues(out: &mut String, core: &Subsystems) {
     let queues = core.queues.list();
-    let gauges: [(&str, &str, &str, fn(&nagare_core::queues::QueueStats) -> u64); 4] = [
+    let gauges: [QueueFamily; 4] = [
         (
             "nagare_queue_depth",
             "gauge",
