@@ -9,6 +9,7 @@ mod acl_wire;
 pub mod client;
 mod codec;
 mod connection;
+pub mod consumer_protocol;
 pub mod errors;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;

@@ -5,6 +5,7 @@ use clap::{Args, Subcommand};
 
 use crate::acl_names::AclWords;
 use crate::admin_client::{path_segment, AdminClient, AdminConnection};
+use crate::output::{print_json, Output};
 
 #[derive(Debug, Args)]
 pub(crate) struct AclArgs {
@@ -86,6 +87,8 @@ pub(crate) enum AclAction {
     List {
         #[command(flatten)]
         filter: Filter,
+        #[arg(long, value_enum, default_value_t)]
+        output: Output,
     },
     /// Delete the ACLs matching the given fields (--all for every ACL).
     Delete {
@@ -205,11 +208,14 @@ pub(crate) fn run(args: AclArgs) -> anyhow::Result<()> {
             }
             print(&added);
         }
-        AclAction::List { filter } => {
+        AclAction::List { filter, output } => {
             let words = filter.words();
             words.filter().map_err(anyhow::Error::msg)?;
             let acls: Vec<AclWords> = client.get(&format!("/acls{}", query(&words)?))?;
-            print(&acls);
+            match output {
+                Output::Json => print_json(&acls)?,
+                Output::Table => print(&acls),
+            }
         }
         AclAction::Delete { filter, all } => {
             let words = filter.words();

@@ -5,7 +5,12 @@ use clap::{Args, Parser, Subcommand};
 
 /// nagare: one broker for Kafka, STOMP and Fluentd forward clients, all on one shared log.
 #[derive(Debug, Parser)]
-#[command(name = "nagare", version, about, long_about = None)]
+#[command(
+    name = "nagare",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("NAGARE_GIT_COMMIT"), ")"),
+    about,
+    long_about = None
+)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -21,6 +26,12 @@ pub(crate) enum Command {
     User(crate::user_cmd::UserArgs),
     /// Add, list and delete ACLs of a running broker (HTTP admin API).
     Acl(crate::acl_cmd::AclArgs),
+    /// List, describe, reset the offsets of and delete consumer groups (HTTP admin API).
+    Group(crate::group_cmd::GroupArgs),
+    /// List, describe and purge STOMP queues (HTTP admin API).
+    Queue(crate::queue_cmd::QueueArgs),
+    /// One screen about a running broker: version, uptime, listeners, counts, rates.
+    Status(crate::status_cmd::StatusArgs),
     /// Produce lines of standard input to a topic of a running broker (Kafka protocol).
     Produce(crate::client_cmds::ProduceArgs),
     /// Print the records of a topic of a running broker (Kafka protocol).

@@ -36,9 +36,14 @@ pub(crate) struct ConsumeArgs {
     /// First offset to read (default: the earliest).
     #[arg(short, long)]
     pub offset: Option<i64>,
-    /// Stop after this many records.
+    /// Stop after this many records (or at the end, whichever comes first, unless
+    /// --follow).
     #[arg(short = 'n', long)]
     pub count: Option<u64>,
+    /// Keep waiting for new records at the end of the partition (like `tail -f`);
+    /// without it, consume stops at the end offset there was when it started.
+    #[arg(short, long)]
+    pub follow: bool,
 }
 
 /// Lines per produced batch.
@@ -102,7 +107,8 @@ pub(crate) fn produce(args: ProduceArgs) -> anyhow::Result<()> {
 }
 
 /// Prints record values, one per line, from `--offset` (default: the earliest) until the
-/// end of the partition or `--count` records.
+/// end offset the partition had at start or `--count` records, whichever comes first;
+/// with `--follow`, past the end until `--count` (or forever).
 pub(crate) fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
     runtime()?.block_on(async move {
         let mut conn = Connection::connect(&args.bootstrap)
@@ -117,7 +123,7 @@ pub(crate) fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
         loop {
-            if args.count.is_some_and(|c| printed >= c) || (args.count.is_none() && offset >= end) {
+            if args.count.is_some_and(|c| printed >= c) || (!args.follow && offset >= end) {
                 break;
             }
             let f = conn
@@ -132,7 +138,8 @@ pub(crate) fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
                 if at + len > f.records.len() {
                     break;
                 }
-                for r in decode_records(&f.records[at..at + len])? {
+                let batch = &f.records[at..at + len];
+                for r in decode_records(batch)? {
                     if r.offset < offset || args.count.is_some_and(|c| printed >= c) {
                         continue;
                     }
@@ -140,6 +147,13 @@ pub(crate) fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
                     out.write_all(b"\n")?;
                     printed += 1;
                     offset = r.offset + 1;
+                }
+                // A batch's last offsets may hold no record (compacted away, a control
+                // batch): step past the whole batch so the end is reached all the same.
+                if args.count.is_none_or(|c| printed < c) && batch.len() >= 27 {
+                    let base = i64::from_be_bytes(batch[0..8].try_into()?);
+                    let last_delta = i32::from_be_bytes(batch[23..27].try_into()?);
+                    offset = offset.max(base + i64::from(last_delta) + 1);
                 }
                 at += len;
             }

@@ -10,7 +10,7 @@ use axum::extract::ConnectInfo;
 use axum::extract::{FromRef, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get};
+use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
 use hyper::body::Incoming;
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -49,6 +49,8 @@ pub(crate) struct Ops {
     pub forward: Option<Arc<nagare_forward::ForwardState>>,
     /// When `serve` started, unix ms.
     pub started_at_ms: i64,
+    /// Every bound listener, for `/status`.
+    pub listeners: Arc<Vec<crate::http_status::ListenerView>>,
 }
 
 impl FromRef<AppState> for Ops {
@@ -66,6 +68,9 @@ pub(crate) fn app(metrics: PrometheusHandle, auth: HttpAuth, ops: Ops) -> Router
         .route("/metrics", get(render_metrics))
         .route("/topics", get(list_topics).post(create_topic))
         .route("/topics/:name", get(describe_topic).delete(delete_topic))
+        .route("/topics/:name/messages", get(crate::http_messages::browse))
+        .route("/", get(crate::http_console::page))
+        .route("/console/*asset", get(crate::http_console::asset))
         .route(
             "/users",
             get(crate::http_users::list).post(crate::http_users::add),
@@ -79,6 +84,19 @@ pub(crate) fn app(metrics: PrometheusHandle, auth: HttpAuth, ops: Ops) -> Router
                 .post(crate::http_acls::add)
                 .delete(crate::http_acls::delete),
         )
+        .route("/status", get(crate::http_status::status))
+        .route("/groups", get(crate::http_groups::list))
+        .route(
+            "/groups/:id",
+            get(crate::http_groups::describe).delete(crate::http_groups::delete),
+        )
+        .route(
+            "/groups/:id/offsets",
+            post(crate::http_groups::reset_offsets),
+        )
+        .route("/queues", get(crate::http_queues::list))
+        .route("/queues/:name", get(crate::http_queues::describe))
+        .route("/queues/:name/purge", post(crate::http_queues::purge))
         .layer(axum::middleware::from_fn_with_state(
             Arc::new(auth),
             crate::http_auth::authenticate,

@@ -56,6 +56,7 @@ fn server(protect_metrics: bool) -> Server {
         core: None,
         forward: None,
         started_at_ms: 0,
+        listeners: Arc::default(),
     };
     let app = crate::http::app(metrics, auth, ops);
     let (_stop_tx, stop) = tokio::sync::watch::channel(false);

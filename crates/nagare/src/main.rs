@@ -10,16 +10,26 @@ mod cli;
 mod client_cmds;
 mod config;
 mod config_check;
+mod group_cmd;
 mod http;
 mod http_acls;
 mod http_auth;
 mod http_connections;
+mod http_console;
+mod http_error;
 mod http_forward;
+mod http_groups;
+mod http_messages;
+mod http_queues;
+mod http_status;
 mod http_users;
 mod metrics_groups;
 mod metrics_process;
 mod metrics_scrape;
+mod output;
+mod queue_cmd;
 mod serve;
+mod status_cmd;
 mod tls_cmd;
 mod topic_cmd;
 mod user_cmd;
@@ -47,6 +57,9 @@ fn run() -> anyhow::Result<()> {
         cli::Command::Topic(args) => topic_cmd::run(args),
         cli::Command::User(args) => user_cmd::run(args),
         cli::Command::Acl(args) => acl_cmd::run(args),
+        cli::Command::Group(args) => group_cmd::run(args),
+        cli::Command::Queue(args) => queue_cmd::run(args),
+        cli::Command::Status(args) => status_cmd::run(args),
         cli::Command::Produce(args) => client_cmds::produce(args),
         cli::Command::Consume(args) => client_cmds::consume(args),
         cli::Command::Bench(args) => bench::run(args),

@@ -136,7 +136,11 @@ async fn reload_on_sighup(
 }
 
 async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> anyhow::Result<()> {
-    tracing::info!(version = env!("CARGO_PKG_VERSION"), "nagare starting");
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        commit = crate::http_status::COMMIT,
+        "nagare starting"
+    );
     let started_at_ms = nagare_core::log::now_ms();
     let metrics = crate::metrics_scrape::install()?;
     let broker_config = settings.broker_config();
@@ -228,6 +232,15 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
         core.security.clone(),
     )
     .context("forward listener")?;
+    let listener_views = listeners
+        .iter()
+        .map(|l| crate::http_status::ListenerView {
+            name: l.name.clone(),
+            protocol: l.protocol.to_string(),
+            address: l.addr.to_string(),
+            tls: l.tls,
+        })
+        .collect();
     // Every connection of every listener, for /connections, /status and the metrics.
     let registry = ConnectionRegistry::new();
     let http_app = crate::http::app(
@@ -245,6 +258,7 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
             core: Some(core.clone()),
             forward: Some(forward_state.clone()),
             started_at_ms,
+            listeners: Arc::new(listener_views),
         },
     );
 

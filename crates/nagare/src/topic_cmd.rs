@@ -4,6 +4,7 @@ use clap::{Args, Subcommand};
 
 use crate::admin_client::{path_segment, AdminClient, AdminConnection};
 use crate::http::{CreateTopic, TopicInfo};
+use crate::output::{print_json, Output};
 
 #[derive(Debug, Args)]
 pub(crate) struct TopicArgs {
@@ -22,9 +23,16 @@ pub(crate) struct TopicArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum TopicAction {
     /// List topics with their partitions and offsets.
-    List,
+    List {
+        #[arg(long, value_enum, default_value_t)]
+        output: Output,
+    },
     /// Show one topic, its settings and per-partition offsets.
-    Describe { name: String },
+    Describe {
+        name: String,
+        #[arg(long, value_enum, default_value_t)]
+        output: Output,
+    },
     /// Create a topic.
     Create {
         name: String,
@@ -42,8 +50,11 @@ pub(crate) enum TopicAction {
 pub(crate) fn run(args: TopicArgs) -> anyhow::Result<()> {
     let client = AdminClient::new(&args.conn, args.user.as_deref(), args.password.as_deref())?;
     match args.action {
-        TopicAction::List => {
+        TopicAction::List { output } => {
             let topics: Vec<TopicInfo> = client.get("/topics")?;
+            if output == Output::Json {
+                return print_json(&topics);
+            }
             println!(
                 "{:<40} {:>10} {:>14} {:>14}",
                 "TOPIC", "PARTITIONS", "RECORDS", "BYTES"
@@ -64,9 +75,12 @@ pub(crate) fn run(args: TopicArgs) -> anyhow::Result<()> {
                 );
             }
         }
-        TopicAction::Describe { name } => {
+        TopicAction::Describe { name, output } => {
             let t: TopicInfo = client.get(&format!("/topics/{}", path_segment(&name)))?;
-            print_topic(&t);
+            match output {
+                Output::Json => print_json(&t)?,
+                Output::Table => print_topic(&t),
+            }
         }
         TopicAction::Create {
             name,

@@ -6,12 +6,13 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use nagare_core::security::UserStore;
 use nagare_core::{Broker, BrokerConfig, CoreError};
 
 use crate::admin_client::{path_segment, AdminClient, AdminConnection};
 use crate::http_users::{view, AddUser, UserView};
+use crate::output::Output;
 
 #[derive(Debug, Args)]
 pub(crate) struct UserArgs {
@@ -56,17 +57,11 @@ pub(crate) enum UserAction {
     },
     /// List users and their credential kinds.
     List {
-        #[arg(long, value_enum, default_value_t = Output::Table)]
+        #[arg(long, value_enum, default_value_t)]
         output: Output,
     },
     /// Delete a user and every credential.
     Delete { name: String },
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum Output {
-    Table,
-    Json,
 }
 
 pub(crate) fn run(args: UserArgs) -> anyhow::Result<()> {
