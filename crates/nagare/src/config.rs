@@ -770,7 +770,12 @@ mod tests {
         let s = Settings::from_tree(tree).unwrap();
         s.validate().unwrap();
         assert_eq!(s.data_dir, PathBuf::from("/var/lib/nagare"));
-        for addr in [s.kafka.listen, s.stomp.listen, s.forward.listen, s.http.listen] {
+        for addr in [
+            s.kafka.listen,
+            s.stomp.listen,
+            s.forward.listen,
+            s.http.listen,
+        ] {
             assert!(addr.ip().is_loopback(), "{addr}");
         }
     }

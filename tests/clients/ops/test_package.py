@@ -168,8 +168,8 @@ def serve_as_the_unit_does(unit, user, tmp_path):
     test never clashes with a real broker; the data goes where the installed config says."""
     exec_start = next(line.split("=", 1)[1] for line in unit.read_text().splitlines()
                       if line.startswith("ExecStart="))
-    ports_dir = tmp_path / "ports"
-    ports_dir.mkdir()
+    # pytest's tmp_path is root's alone; the ports file goes where nagare may write.
+    ports_dir = pathlib.Path(tempfile.mkdtemp(prefix="nagare-ports-"))
     os.chown(ports_dir, user.pw_uid, user.pw_gid)
     ports_file = ports_dir / "ports"
     env = {
@@ -227,3 +227,4 @@ def serve_as_the_unit_does(unit, user, tmp_path):
             proc.kill()
             proc.wait()
         log.close()
+        shutil.rmtree(ports_dir, ignore_errors=True)
