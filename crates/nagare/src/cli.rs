@@ -77,6 +77,10 @@ pub(crate) struct ServeArgs {
     /// Log filter, e.g. `info` or `nagare_kafka=debug` [default: info] [env: NAGARE_LOG]
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
+    /// Log line format on stderr: `text` or `json` (one object per line)
+    /// [default: text] [env: NAGARE_LOG_FORMAT]
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    pub log_format: Option<crate::config::LogFormat>,
     /// Whether every listener demands authentication (Kafka SASL, STOMP login, forward
     /// users, HTTP basic auth) [default: none] [env: NAGARE_SECURITY_AUTH]
     #[arg(long, value_name = "MODE", value_enum)]

@@ -19,6 +19,8 @@ pub(crate) struct Settings {
     pub node_id: i32,
     /// Log filter in `tracing` syntax.
     pub log: String,
+    /// How log lines are written to stderr: text for people, JSON for log shippers.
+    pub log_format: LogFormat,
     pub auto_create_topics: bool,
     pub default_partitions: u32,
     pub maintenance_interval_ms: u64,
@@ -114,6 +116,17 @@ pub(crate) enum AuthMode {
     /// Every listener demands a login: Kafka SASL, STOMP login/passcode, the forward
     /// handshake with a user, HTTP basic auth or the token.
     Required,
+}
+
+/// How log lines are written (`--log-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LogFormat {
+    /// One human-readable line per event (colored on a terminal).
+    Text,
+    /// One JSON object per line: `timestamp`, `level`, `target`, `fields` (with
+    /// `message`) and the enclosing spans, for journald/Loki/Elasticsearch shippers.
+    Json,
 }
 
 /// What an operation on a resource no ACL mentions gets (Kafka's
@@ -297,6 +310,7 @@ impl Default for Settings {
             data_dir: broker.data_dir,
             node_id: broker.node_id,
             log: "info".to_string(),
+            log_format: LogFormat::Text,
             auto_create_topics: broker.auto_create_topics,
             default_partitions: broker.default_partitions,
             maintenance_interval_ms: broker.maintenance_interval.as_millis() as u64,
@@ -462,6 +476,9 @@ impl Settings {
         }
         if let Some(v) = &a.log {
             self.log = v.clone();
+        }
+        if let Some(v) = a.log_format {
+            self.log_format = v;
         }
         if let Some(v) = a.auth {
             self.security.auth = v;
@@ -743,6 +760,39 @@ mod tests {
         let mut tree = toml::Value::try_from(Settings::default()).unwrap();
         merge(&mut tree, toml::from_str(text).unwrap());
         Settings::from_tree(tree).unwrap().validate().unwrap();
+    }
+
+    #[test]
+    fn packaged_config_parses_and_stays_on_loopback() {
+        let text = include_str!("../../../deploy/debian/nagare.toml");
+        let mut tree = toml::Value::try_from(Settings::default()).unwrap();
+        merge(&mut tree, toml::from_str(text).unwrap());
+        let s = Settings::from_tree(tree).unwrap();
+        s.validate().unwrap();
+        assert_eq!(s.data_dir, PathBuf::from("/var/lib/nagare"));
+        for addr in [
+            s.kafka.listen,
+            s.stomp.listen,
+            s.forward.listen,
+            s.http.listen,
+        ] {
+            assert!(addr.ip().is_loopback(), "{addr}");
+        }
+    }
+
+    #[test]
+    fn log_format_from_file_env_and_flag() {
+        assert_eq!(Settings::default().log_format, LogFormat::Text);
+        let s = load_with(None, &[("NAGARE_LOG_FORMAT", "json")], ServeArgs::default());
+        assert_eq!(s.log_format, LogFormat::Json);
+        let args = ServeArgs {
+            log_format: Some(LogFormat::Text),
+            ..ServeArgs::default()
+        };
+        let s = load_with(None, &[("NAGARE_LOG_FORMAT", "json")], args);
+        assert_eq!(s.log_format, LogFormat::Text);
+        let e = file_error("log_format = \"xml\"\n");
+        assert!(e.contains("log_format"), "{e}");
     }
 
     #[test]

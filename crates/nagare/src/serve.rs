@@ -16,11 +16,11 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::cli::ServeArgs;
-use crate::config::{AuthMode, Settings};
+use crate::config::{AuthMode, LogFormat, Settings};
 
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     let (settings, warnings) = Settings::load(&args)?;
-    init_tracing(&settings.log);
+    init_tracing(&settings.log, settings.log_format);
     for w in warnings {
         tracing::warn!("{w}");
     }
@@ -31,7 +31,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     runtime.block_on(serve(settings, args.ports_file))
 }
 
-fn init_tracing(filter: &str) {
+fn init_tracing(filter: &str, format: LogFormat) {
     // rustls warns about harmless client quirks (an IP address sent as SNI, as the Ruby
     // STOMP gem does) on every handshake; keep its errors only unless asked for more.
     let filter = tracing_subscriber::EnvFilter::try_from_env("NAGARE_LOG").unwrap_or_else(|_| {
@@ -41,11 +41,16 @@ fn init_tracing(filter: &str) {
             format!("{filter},rustls=error")
         })
     });
-    tracing_subscriber::fmt()
+    let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => fmt
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        // No ANSI codes inside JSON strings, whatever stderr is.
+        LogFormat::Json => fmt.json().with_ansi(false).init(),
+    }
 }
 
 async fn bind(name: &str, addr: SocketAddr) -> anyhow::Result<TcpListener> {
@@ -112,9 +117,10 @@ async fn bind_all(settings: &Settings, tls_on: bool) -> anyhow::Result<Vec<Bound
 
 /// Reloads the certificate and key (and client CA) on every SIGHUP: new connections get
 /// the new ones, open connections keep theirs. A file that does not load leaves the old
-/// certificate in place, and says why.
+/// certificate in place, and says why. Without TLS the signal is still caught: its
+/// default action would end the process, and `systemctl reload` sends it.
 async fn reload_on_sighup(
-    tls: Arc<TlsContext>,
+    tls: Option<Arc<TlsContext>>,
     mut stop: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
@@ -125,6 +131,10 @@ async fn reload_on_sighup(
                 if got.is_none() {
                     return Ok(());
                 }
+                let Some(tls) = &tls else {
+                    tracing::info!("SIGHUP: nothing to reload (TLS is off)");
+                    continue;
+                };
                 match tls.reload() {
                     Ok(()) => tracing::info!(cert = %tls.files().cert.display(), "SIGHUP: TLS certificate reloaded"),
                     Err(e) => tracing::warn!(error = %e, "SIGHUP: TLS certificate not reloaded; keeping the current one"),
@@ -363,9 +373,7 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
             }
         }
     }
-    if let Some(tls) = tls {
-        tasks.spawn(reload_on_sighup(tls, stop_rx.clone()));
-    }
+    tasks.spawn(reload_on_sighup(tls, stop_rx.clone()));
     tasks.spawn({
         let broker = broker.clone();
         let stop = stop_rx.clone();

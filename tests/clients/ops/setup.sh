@@ -17,3 +17,4 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
 fi
 command -v chromium >/dev/null && command -v chromedriver >/dev/null \
     || { echo "chromium/chromium-driver could not be installed" >&2; exit 1; }
+
