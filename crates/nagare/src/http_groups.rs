@@ -204,34 +204,15 @@ pub(crate) async fn reset_offsets(
     let to = reset_to(&req.to);
     let partitions = req.partitions.as_deref();
     let result = if req.dry_run {
-        coordinator
-            .plan_reset(&s.broker, &req.topic, partitions, to)
-            .map(|plan| {
-                plan.into_iter()
-                    .map(|((topic, partition), offset)| {
-                        let end = s
-                            .broker
-                            .topic(&topic)
-                            .and_then(|t| t.partition(partition).ok())
-                            .map(|p| p.log_end_offset());
-                        OffsetInfo {
-                            topic,
-                            partition,
-                            committed_offset: offset,
-                            log_end_offset: end,
-                            lag: end.map(|e| (e - offset).max(0)),
-                            metadata: String::new(),
-                        }
-                    })
-                    .collect()
-            })
+        coordinator.preview_reset(&s.broker, &id, &req.topic, partitions, to)
     } else {
         coordinator
             .reset_offsets(&s.broker, &id, &req.topic, partitions, to)
             .await
-            .map(|done| done.into_iter().map(OffsetInfo::from).collect())
     };
-    result.map(Json).map_err(reset_error)
+    result
+        .map(|offsets| Json(offsets.into_iter().map(OffsetInfo::from).collect()))
+        .map_err(reset_error)
 }
 
 fn reset_error(e: ResetError) -> Response {

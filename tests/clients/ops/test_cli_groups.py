@@ -73,6 +73,9 @@ def test_group_lag_reset_and_delete(nagare):
     busy = cli(nagare, "group", "reset-offsets", group, "--topic", topic, "--to-earliest",
                "--execute", check=False)
     assert busy.returncode != 0 and "409" in busy.stderr
+    dry = cli(nagare, "group", "reset-offsets", group, "--topic", topic, "--to-earliest",
+              check=False)
+    assert dry.returncode != 0 and "409" in dry.stderr
     assert cli(nagare, "group", "delete", group, check=False).returncode != 0
 
     c.close()

@@ -272,6 +272,24 @@ impl GroupCoordinator {
         Ok(out)
     }
 
+    /// What a reset would do, without doing it (`--dry-run`): the offsets it would set
+    /// with their lag. Refused for a group with members, like the reset itself.
+    pub fn preview_reset(
+        &self,
+        broker: &Broker,
+        group_id: &str,
+        topic: &str,
+        partitions: Option<&[i32]>,
+        to: ResetTo,
+    ) -> Result<Vec<OffsetLag>, ResetError> {
+        let plan = self.plan_reset(broker, topic, partitions, to)?;
+        let state = self.describe_group(group_id).state;
+        if !matches!(state, GroupState::Empty | GroupState::Dead) {
+            return Err(ResetError::NotEmpty(group_id.to_string()));
+        }
+        Ok(as_lags(broker, &plan))
+    }
+
     /// Resets the group's offsets of `topic` and stores them in the group log like a
     /// commit (fsynced before this returns). Refused while the group has members.
     pub async fn reset_offsets(
@@ -282,24 +300,28 @@ impl GroupCoordinator {
         partitions: Option<&[i32]>,
         to: ResetTo,
     ) -> Result<Vec<OffsetLag>, ResetError> {
-        let plan = self.plan_reset(broker, topic, partitions, to)?;
         // Refused early for a live group; `store_reset` checks again under the lock.
-        let state = self.describe_group(group_id).state;
-        if !matches!(state, GroupState::Empty | GroupState::Dead) {
-            return Err(ResetError::NotEmpty(group_id.to_string()));
-        }
-        self.store_reset(group_id, &plan).await?;
-        Ok(plan
+        let preview = self.preview_reset(broker, group_id, topic, partitions, to)?;
+        let plan: Vec<(TopicPartition, i64)> = preview
             .iter()
-            .map(|((t, p), o)| {
-                let committed = CommittedOffset {
-                    offset: *o,
-                    leader_epoch: -1,
-                    metadata: String::new(),
-                    commit_timestamp_ms: 0,
-                };
-                lag_of(broker, t, *p, &committed)
-            })
-            .collect())
+            .map(|o| ((o.topic.clone(), o.partition), o.committed_offset))
+            .collect();
+        self.store_reset(group_id, &plan).await?;
+        Ok(preview)
     }
+}
+
+/// Planned offsets as the lag they would leave.
+fn as_lags(broker: &Broker, plan: &[(TopicPartition, i64)]) -> Vec<OffsetLag> {
+    plan.iter()
+        .map(|((t, p), o)| {
+            let committed = CommittedOffset {
+                offset: *o,
+                leader_epoch: -1,
+                metadata: String::new(),
+                commit_timestamp_ms: 0,
+            };
+            lag_of(broker, t, *p, &committed)
+        })
+        .collect()
 }

@@ -115,6 +115,12 @@ async fn resets_move_offsets_and_survive_a_restart() {
             c.plan_reset(&b, "nope", None, ResetTo::Latest),
             Err(ResetError::UnknownTopic("nope".into()))
         );
+        let preview = c
+            .preview_reset(&b, "g", "t", Some(&[0]), ResetTo::Latest)
+            .unwrap();
+        assert_eq!((preview[0].committed_offset, preview[0].lag), (10, Some(0)));
+        // A preview changes nothing.
+        assert_eq!(c.total_lag(&b, "g"), 1);
         let done = c
             .reset_offsets(&b, "g", "t", Some(&[0]), ResetTo::Offset(2))
             .await
