@@ -77,14 +77,15 @@ impl From<OffsetLag> for OffsetInfo {
     }
 }
 
-/// Where to move the offsets: `"earliest"`, `"latest"`, `{"offset": N}` or
-/// `{"timestamp_ms": N}`.
+/// Where to move the offsets: `"earliest"`, `"latest"`, `{"offset": N}`,
+/// `{"timestamp_ms": N}` or `{"shift_by": N}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(untagged)]
 pub(crate) enum Target {
     Named(NamedTarget),
     Offset { offset: i64 },
     Timestamp { timestamp_ms: i64 },
+    ShiftBy { shift_by: i64 },
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -112,6 +113,7 @@ fn reset_to(t: &Target) -> ResetTo {
         Target::Named(NamedTarget::Latest) => ResetTo::Latest,
         Target::Offset { offset } => ResetTo::Offset(offset),
         Target::Timestamp { timestamp_ms } => ResetTo::Timestamp(timestamp_ms),
+        Target::ShiftBy { shift_by } => ResetTo::ShiftBy(shift_by),
     }
 }
 
@@ -217,7 +219,7 @@ pub(crate) async fn reset_offsets(
 
 fn reset_error(e: ResetError) -> Response {
     let status = match &e {
-        ResetError::NotEmpty(_) => StatusCode::CONFLICT,
+        ResetError::NotEmpty(_) | ResetError::NothingCommitted { .. } => StatusCode::CONFLICT,
         ResetError::UnknownTopic(_) | ResetError::UnknownPartition { .. } => StatusCode::NOT_FOUND,
         ResetError::Group(nagare_core::groups::GroupError::InvalidGroupId) => {
             StatusCode::BAD_REQUEST

@@ -101,6 +101,10 @@ def test_group_lag_reset_and_delete(nagare):
     assert "NEW-OFFSET" in out
     assert cli_json(nagare, "group", "describe", group)["offsets"][0]["committed_offset"] == 3
 
+    back = cli_json(nagare, "group", "reset-offsets", group, "--topic", topic, "--shift-by", "-2",
+                    "--execute")
+    assert [o["committed_offset"] for o in back] == [1]
+
     cli(nagare, "group", "delete", group)
     assert group not in [g["group_id"] for g in cli_json(nagare, "group", "list")]
     missing = cli(nagare, "group", "describe", group, check=False)
