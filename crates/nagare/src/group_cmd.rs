@@ -47,7 +47,7 @@ pub(crate) enum GroupAction {
 
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("target").required(true).args(
-    ["to_earliest", "to_latest", "to_offset", "to_datetime", "by_timestamp_ms"]
+    ["to_earliest", "to_latest", "to_offset", "to_datetime", "by_timestamp_ms", "shift_by"]
 )))]
 pub(crate) struct ResetArgs {
     group: String,
@@ -70,6 +70,9 @@ pub(crate) struct ResetArgs {
     /// To the first record at or after this unix time in milliseconds.
     #[arg(long, value_name = "MS")]
     by_timestamp_ms: Option<i64>,
+    /// By this many from the committed offset (negative: back), clamped to the log.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    shift_by: Option<i64>,
     /// Only show the offsets a reset would set (the default without --execute).
     #[arg(long, conflicts_with = "execute")]
     dry_run: bool,
@@ -222,6 +225,8 @@ fn reset(client: &AdminClient, r: ResetArgs) -> anyhow::Result<()> {
         Target::Named(NamedTarget::Latest)
     } else if let Some(offset) = r.to_offset {
         Target::Offset { offset }
+    } else if let Some(shift_by) = r.shift_by {
+        Target::ShiftBy { shift_by }
     } else if let Some(ms) = r.by_timestamp_ms {
         Target::Timestamp { timestamp_ms: ms }
     } else if let Some(dt) = &r.to_datetime {
@@ -229,7 +234,10 @@ fn reset(client: &AdminClient, r: ResetArgs) -> anyhow::Result<()> {
             timestamp_ms: parse_datetime(dt)?,
         }
     } else {
-        anyhow::bail!("say where to: --to-earliest, --to-latest, --to-offset, --to-datetime or --by-timestamp-ms");
+        anyhow::bail!(
+            "say where to: --to-earliest, --to-latest, --to-offset, --to-datetime, \
+             --by-timestamp-ms or --shift-by"
+        );
     };
     let dry_run = !r.execute;
     let body = ResetRequest {

@@ -77,14 +77,15 @@ impl From<OffsetLag> for OffsetInfo {
     }
 }
 
-/// Where to move the offsets: `"earliest"`, `"latest"`, `{"offset": N}` or
-/// `{"timestamp_ms": N}`.
+/// Where to move the offsets: `"earliest"`, `"latest"`, `{"offset": N}`,
+/// `{"timestamp_ms": N}` or `{"shift_by": N}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(untagged)]
 pub(crate) enum Target {
     Named(NamedTarget),
     Offset { offset: i64 },
     Timestamp { timestamp_ms: i64 },
+    ShiftBy { shift_by: i64 },
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -112,6 +113,7 @@ fn reset_to(t: &Target) -> ResetTo {
         Target::Named(NamedTarget::Latest) => ResetTo::Latest,
         Target::Offset { offset } => ResetTo::Offset(offset),
         Target::Timestamp { timestamp_ms } => ResetTo::Timestamp(timestamp_ms),
+        Target::ShiftBy { shift_by } => ResetTo::ShiftBy(shift_by),
     }
 }
 
@@ -204,39 +206,20 @@ pub(crate) async fn reset_offsets(
     let to = reset_to(&req.to);
     let partitions = req.partitions.as_deref();
     let result = if req.dry_run {
-        coordinator
-            .plan_reset(&s.broker, &req.topic, partitions, to)
-            .map(|plan| {
-                plan.into_iter()
-                    .map(|((topic, partition), offset)| {
-                        let end = s
-                            .broker
-                            .topic(&topic)
-                            .and_then(|t| t.partition(partition).ok())
-                            .map(|p| p.log_end_offset());
-                        OffsetInfo {
-                            topic,
-                            partition,
-                            committed_offset: offset,
-                            log_end_offset: end,
-                            lag: end.map(|e| (e - offset).max(0)),
-                            metadata: String::new(),
-                        }
-                    })
-                    .collect()
-            })
+        coordinator.preview_reset(&s.broker, &id, &req.topic, partitions, to)
     } else {
         coordinator
             .reset_offsets(&s.broker, &id, &req.topic, partitions, to)
             .await
-            .map(|done| done.into_iter().map(OffsetInfo::from).collect())
     };
-    result.map(Json).map_err(reset_error)
+    result
+        .map(|offsets| Json(offsets.into_iter().map(OffsetInfo::from).collect()))
+        .map_err(reset_error)
 }
 
 fn reset_error(e: ResetError) -> Response {
     let status = match &e {
-        ResetError::NotEmpty(_) => StatusCode::CONFLICT,
+        ResetError::NotEmpty(_) | ResetError::NothingCommitted { .. } => StatusCode::CONFLICT,
         ResetError::UnknownTopic(_) | ResetError::UnknownPartition { .. } => StatusCode::NOT_FOUND,
         ResetError::Group(nagare_core::groups::GroupError::InvalidGroupId) => {
             StatusCode::BAD_REQUEST

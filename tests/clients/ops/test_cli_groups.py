@@ -73,6 +73,9 @@ def test_group_lag_reset_and_delete(nagare):
     busy = cli(nagare, "group", "reset-offsets", group, "--topic", topic, "--to-earliest",
                "--execute", check=False)
     assert busy.returncode != 0 and "409" in busy.stderr
+    dry = cli(nagare, "group", "reset-offsets", group, "--topic", topic, "--to-earliest",
+              check=False)
+    assert dry.returncode != 0 and "409" in dry.stderr
     assert cli(nagare, "group", "delete", group, check=False).returncode != 0
 
     c.close()
@@ -97,6 +100,10 @@ def test_group_lag_reset_and_delete(nagare):
               "--execute").stdout
     assert "NEW-OFFSET" in out
     assert cli_json(nagare, "group", "describe", group)["offsets"][0]["committed_offset"] == 3
+
+    back = cli_json(nagare, "group", "reset-offsets", group, "--topic", topic, "--shift-by", "-2",
+                    "--execute")
+    assert [o["committed_offset"] for o in back] == [1]
 
     cli(nagare, "group", "delete", group)
     assert group not in [g["group_id"] for g in cli_json(nagare, "group", "list")]

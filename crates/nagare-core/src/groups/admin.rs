@@ -149,6 +149,9 @@ pub enum ResetTo {
     Offset(i64),
     /// The first record at or after this time; the log end when every record is older.
     Timestamp(i64),
+    /// The committed offset moved by this many (negative: back), clamped to the log;
+    /// refused for a partition with nothing committed, as Kafka's `--shift-by`.
+    ShiftBy(i64),
 }
 
 /// Why an offset reset was refused.
@@ -160,6 +163,8 @@ pub enum ResetError {
     UnknownTopic(String),
     #[error("topic {topic:?} has no partition {partition}")]
     UnknownPartition { topic: String, partition: i32 },
+    #[error("cannot shift the offset of {topic}/{partition}: nothing is committed there")]
+    NothingCommitted { topic: String, partition: i32 },
     #[error(transparent)]
     Group(#[from] GroupError),
 }
@@ -236,11 +241,12 @@ impl GroupCoordinator {
             .sum()
     }
 
-    /// Where a reset would put offsets of `topic` (`partitions`, or all of them),
-    /// without changing anything: `--dry-run`.
+    /// Where a reset would put `group_id`'s offsets of `topic` (`partitions`, or all of
+    /// them), without changing anything.
     pub fn plan_reset(
         &self,
         broker: &Broker,
+        group_id: &str,
         topic: &str,
         partitions: Option<&[i32]>,
         to: ResetTo,
@@ -266,10 +272,40 @@ impl GroupCoordinator {
                 ResetTo::Latest => end,
                 ResetTo::Offset(o) => o.clamp(start, end),
                 ResetTo::Timestamp(ts) => p.offset_for_timestamp(ts).map_or(end, |(o, _)| o),
+                ResetTo::ShiftBy(n) => {
+                    let tp = (topic.to_string(), partition);
+                    let committed = self
+                        .fetch_offsets(group_id, Some(std::slice::from_ref(&tp)))
+                        .into_iter()
+                        .find_map(|(_, o)| o)
+                        .ok_or_else(|| ResetError::NothingCommitted {
+                            topic: topic.to_string(),
+                            partition,
+                        })?;
+                    committed.offset.saturating_add(n).clamp(start, end)
+                }
             };
             out.push(((topic.to_string(), partition), target));
         }
         Ok(out)
+    }
+
+    /// What a reset would do, without doing it (`--dry-run`): the offsets it would set
+    /// with their lag. Refused for a group with members, like the reset itself.
+    pub fn preview_reset(
+        &self,
+        broker: &Broker,
+        group_id: &str,
+        topic: &str,
+        partitions: Option<&[i32]>,
+        to: ResetTo,
+    ) -> Result<Vec<OffsetLag>, ResetError> {
+        let plan = self.plan_reset(broker, group_id, topic, partitions, to)?;
+        let state = self.describe_group(group_id).state;
+        if !matches!(state, GroupState::Empty | GroupState::Dead) {
+            return Err(ResetError::NotEmpty(group_id.to_string()));
+        }
+        Ok(as_lags(broker, &plan))
     }
 
     /// Resets the group's offsets of `topic` and stores them in the group log like a
@@ -282,24 +318,28 @@ impl GroupCoordinator {
         partitions: Option<&[i32]>,
         to: ResetTo,
     ) -> Result<Vec<OffsetLag>, ResetError> {
-        let plan = self.plan_reset(broker, topic, partitions, to)?;
         // Refused early for a live group; `store_reset` checks again under the lock.
-        let state = self.describe_group(group_id).state;
-        if !matches!(state, GroupState::Empty | GroupState::Dead) {
-            return Err(ResetError::NotEmpty(group_id.to_string()));
-        }
-        self.store_reset(group_id, &plan).await?;
-        Ok(plan
+        let preview = self.preview_reset(broker, group_id, topic, partitions, to)?;
+        let plan: Vec<(TopicPartition, i64)> = preview
             .iter()
-            .map(|((t, p), o)| {
-                let committed = CommittedOffset {
-                    offset: *o,
-                    leader_epoch: -1,
-                    metadata: String::new(),
-                    commit_timestamp_ms: 0,
-                };
-                lag_of(broker, t, *p, &committed)
-            })
-            .collect())
+            .map(|o| ((o.topic.clone(), o.partition), o.committed_offset))
+            .collect();
+        self.store_reset(group_id, &plan).await?;
+        Ok(preview)
     }
+}
+
+/// Planned offsets as the lag they would leave.
+fn as_lags(broker: &Broker, plan: &[(TopicPartition, i64)]) -> Vec<OffsetLag> {
+    plan.iter()
+        .map(|((t, p), o)| {
+            let committed = CommittedOffset {
+                offset: *o,
+                leader_epoch: -1,
+                metadata: String::new(),
+                commit_timestamp_ms: 0,
+            };
+            lag_of(broker, t, *p, &committed)
+        })
+        .collect()
 }

@@ -91,30 +91,55 @@ async fn resets_move_offsets_and_survive_a_restart() {
         produce(&b, "t", 0, 10).await;
         produce(&b, "t", 1, 3).await;
         commit(&c, "t", 0, 9).await;
-        let plan = c.plan_reset(&b, "t", None, ResetTo::Earliest).unwrap();
+        let plan = c.plan_reset(&b, "g", "t", None, ResetTo::Earliest).unwrap();
         assert_eq!(plan, vec![(("t".into(), 0), 0), (("t".into(), 1), 0)]);
         // Clamped to the log, as Kafka's tool does.
         let plan = c
-            .plan_reset(&b, "t", Some(&[0]), ResetTo::Offset(99))
+            .plan_reset(&b, "g", "t", Some(&[0]), ResetTo::Offset(99))
             .unwrap();
         assert_eq!(plan, vec![(("t".into(), 0), 10)]);
         let plan = c
-            .plan_reset(&b, "t", Some(&[0]), ResetTo::Timestamp(1_005))
+            .plan_reset(&b, "g", "t", Some(&[0]), ResetTo::Timestamp(1_005))
             .unwrap();
         assert_eq!(plan, vec![(("t".into(), 0), 5)]);
-        let plan = c.plan_reset(&b, "t", Some(&[1]), ResetTo::Latest).unwrap();
+        let plan = c
+            .plan_reset(&b, "g", "t", Some(&[1]), ResetTo::Latest)
+            .unwrap();
         assert_eq!(plan, vec![(("t".into(), 1), 3)]);
         assert_eq!(
-            c.plan_reset(&b, "t", Some(&[7]), ResetTo::Latest),
+            c.plan_reset(&b, "g", "t", Some(&[7]), ResetTo::Latest),
             Err(ResetError::UnknownPartition {
                 topic: "t".into(),
                 partition: 7
             })
         );
         assert_eq!(
-            c.plan_reset(&b, "nope", None, ResetTo::Latest),
+            c.plan_reset(&b, "g", "nope", None, ResetTo::Latest),
             Err(ResetError::UnknownTopic("nope".into()))
         );
+        // Shifted from the committed 9, clamped to the log end; refused where nothing
+        // is committed.
+        let plan = c
+            .plan_reset(&b, "g", "t", Some(&[0]), ResetTo::ShiftBy(-4))
+            .unwrap();
+        assert_eq!(plan, vec![(("t".into(), 0), 5)]);
+        let plan = c
+            .plan_reset(&b, "g", "t", Some(&[0]), ResetTo::ShiftBy(7))
+            .unwrap();
+        assert_eq!(plan, vec![(("t".into(), 0), 10)]);
+        assert_eq!(
+            c.plan_reset(&b, "g", "t", Some(&[1]), ResetTo::ShiftBy(1)),
+            Err(ResetError::NothingCommitted {
+                topic: "t".into(),
+                partition: 1
+            })
+        );
+        let preview = c
+            .preview_reset(&b, "g", "t", Some(&[0]), ResetTo::Latest)
+            .unwrap();
+        assert_eq!((preview[0].committed_offset, preview[0].lag), (10, Some(0)));
+        // A preview changes nothing.
+        assert_eq!(c.total_lag(&b, "g"), 1);
         let done = c
             .reset_offsets(&b, "g", "t", Some(&[0]), ResetTo::Offset(2))
             .await
