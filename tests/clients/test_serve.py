@@ -32,8 +32,10 @@ def test_startup_lines_name_listeners_data_dir_and_version(nagare):
     for name in ("kafka", "stomp", "forward", "http"):
         assert f"{name} listener on 127.0.0.1:" in log, log
     assert f"data directory {nagare.data_dir.resolve()}" in log, log
-    version = subprocess.run([BIN, "--version"], capture_output=True, text=True, check=True).stdout.split()[-1]
-    assert version in log
+    # `nagare 0.1.0 (commit abc1234)`: the ready line names the same version and commit.
+    version = subprocess.run([BIN, "--version"], capture_output=True, text=True, check=True).stdout
+    assert version.startswith("nagare "), version
+    assert f"{version.strip()} ready" in log, log
 
 
 def test_sigterm_stops_quickly_and_cleanly(nagare):

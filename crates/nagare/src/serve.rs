@@ -390,7 +390,11 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
     } else {
         tracing::info!("authentication off (--auth none): anonymous clients may connect");
     }
-    tracing::info!("nagare {} ready", env!("CARGO_PKG_VERSION"));
+    tracing::info!(
+        "nagare {} (commit {}) ready",
+        env!("CARGO_PKG_VERSION"),
+        crate::http_status::COMMIT
+    );
 
     let mut failed = None;
     tokio::select! {
