@@ -33,6 +33,19 @@ pub(crate) struct AdminConnection {
     pub token: Option<String>,
 }
 
+/// The login of the admin commands that act as a broker user (topic, group, queue,
+/// status); `nagare user` and `nagare acl` take `--admin-user` instead, since their own
+/// arguments name users.
+#[derive(Debug, Args, Default)]
+pub(crate) struct AdminLogin {
+    /// User to log in as when the broker demands authentication.
+    #[arg(long, env = "NAGARE_USER", global = true)]
+    pub user: Option<String>,
+    /// Password of --user.
+    #[arg(long, env = "NAGARE_PASSWORD", hide_env_values = true, global = true)]
+    pub password: Option<String>,
+}
+
 /// A connection to the admin API.
 pub(crate) struct AdminClient {
     agent: ureq::Agent,
@@ -42,6 +55,11 @@ pub(crate) struct AdminClient {
 
 impl AdminClient {
     /// `user`/`password` log in with HTTP basic auth; otherwise the token, if any.
+    /// A client logged in as `login`'s user (or with the token, or anonymous).
+    pub(crate) fn login(conn: &AdminConnection, login: &AdminLogin) -> anyhow::Result<AdminClient> {
+        AdminClient::new(conn, login.user.as_deref(), login.password.as_deref())
+    }
+
     pub(crate) fn new(
         conn: &AdminConnection,
         user: Option<&str>,

@@ -6,7 +6,7 @@
 use anyhow::Context;
 use clap::{ArgGroup, Args, Subcommand};
 
-use crate::admin_client::{path_segment, AdminClient, AdminConnection};
+use crate::admin_client::{path_segment, AdminClient, AdminConnection, AdminLogin};
 use crate::http_groups::{
     GroupDetail, GroupSummary, NamedTarget, OffsetInfo, ResetRequest, Target,
 };
@@ -16,12 +16,8 @@ use crate::output::{print_json, Output};
 pub(crate) struct GroupArgs {
     #[command(flatten)]
     pub conn: AdminConnection,
-    /// User to log in as when the broker demands authentication.
-    #[arg(long, env = "NAGARE_USER", global = true)]
-    pub user: Option<String>,
-    /// Password of --user.
-    #[arg(long, env = "NAGARE_PASSWORD", hide_env_values = true, global = true)]
-    pub password: Option<String>,
+    #[command(flatten)]
+    pub login: AdminLogin,
     #[command(subcommand)]
     pub action: GroupAction,
 }
@@ -84,7 +80,7 @@ pub(crate) struct ResetArgs {
 }
 
 pub(crate) fn run(args: GroupArgs) -> anyhow::Result<()> {
-    let client = AdminClient::new(&args.conn, args.user.as_deref(), args.password.as_deref())?;
+    let client = AdminClient::login(&args.conn, &args.login)?;
     match args.action {
         GroupAction::List { output } => {
             let groups: Vec<GroupSummary> = client.get("/groups")?;

@@ -259,15 +259,7 @@ async fn create_topic(
     Json(req): Json<CreateTopic>,
 ) -> Result<(StatusCode, Json<TopicInfo>), Response> {
     let authz = &s.security.authorizer;
-    if caller
-        .may(
-            authz,
-            Operation::Create,
-            ResourceType::Cluster,
-            nagare_core::security::acl::CLUSTER_NAME,
-        )
-        .is_err()
-    {
+    if caller.may_on_cluster(authz, Operation::Create).is_err() {
         caller.may(authz, Operation::Create, ResourceType::Topic, &req.name)?;
     }
     create_topic_now(s, req)

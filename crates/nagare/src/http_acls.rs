@@ -8,8 +8,7 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use nagare_core::security::acl::CLUSTER_NAME;
-use nagare_core::security::{Operation, ResourceType, Security};
+use nagare_core::security::{Operation, Security};
 
 use crate::acl_names::AclWords;
 use crate::http_auth::{Caller, Forbidden};
@@ -23,12 +22,7 @@ fn bad_request(message: String) -> Response {
 }
 
 fn may(caller: &Caller, security: &Security, op: Operation) -> Result<(), Forbidden> {
-    caller.may(
-        &security.authorizer,
-        op,
-        ResourceType::Cluster,
-        CLUSTER_NAME,
-    )
+    caller.may_on_cluster(&security.authorizer, op)
 }
 
 pub(crate) async fn list(

@@ -60,6 +60,20 @@ impl Caller {
             self.principal
         )))
     }
+
+    /// Whether the caller may do `op` on the cluster (the broker-wide admin routes).
+    pub(crate) fn may_on_cluster(
+        &self,
+        authorizer: &Authorizer,
+        op: Operation,
+    ) -> Result<(), Forbidden> {
+        self.may(
+            authorizer,
+            op,
+            ResourceType::Cluster,
+            nagare_core::security::acl::CLUSTER_NAME,
+        )
+    }
 }
 
 /// A refused request: `403` with the reason.

@@ -5,7 +5,7 @@
 use axum::extract::State;
 use axum::response::Response;
 use axum::{Extension, Json};
-use nagare_core::security::{acl::CLUSTER_NAME, Operation, ResourceType};
+use nagare_core::security::Operation;
 use nagare_listener::ConnectionInfo;
 use serde::Serialize;
 
@@ -48,12 +48,7 @@ pub(crate) async fn list(
     State(ops): State<Ops>,
     Extension(caller): Extension<Caller>,
 ) -> Result<Json<Vec<ConnectionView>>, Response> {
-    caller.may(
-        &ops.security.authorizer,
-        Operation::Describe,
-        ResourceType::Cluster,
-        CLUSTER_NAME,
-    )?;
+    caller.may_on_cluster(&ops.security.authorizer, Operation::Describe)?;
     Ok(Json(
         ops.connections
             .snapshot()

@@ -8,7 +8,7 @@
 use axum::extract::State;
 use axum::response::Response;
 use axum::{Extension, Json};
-use nagare_core::security::{acl::CLUSTER_NAME, Operation, ResourceType};
+use nagare_core::security::Operation;
 use serde::Serialize;
 
 use crate::http::Ops;
@@ -28,12 +28,7 @@ pub(crate) async fn list(
     State(ops): State<Ops>,
     Extension(caller): Extension<Caller>,
 ) -> Result<Json<Vec<RouteView>>, Response> {
-    caller.may(
-        &ops.security.authorizer,
-        Operation::Describe,
-        ResourceType::Cluster,
-        CLUSTER_NAME,
-    )?;
+    caller.may_on_cluster(&ops.security.authorizer, Operation::Describe)?;
     let Some(forward) = &ops.forward else {
         return Ok(Json(Vec::new()));
     };

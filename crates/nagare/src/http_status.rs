@@ -6,7 +6,7 @@
 use axum::extract::State;
 use axum::response::Response;
 use axum::{Extension, Json};
-use nagare_core::security::{acl::CLUSTER_NAME, Operation, ResourceType};
+use nagare_core::security::Operation;
 use serde::{Deserialize, Serialize};
 
 use crate::http::Ops;
@@ -75,12 +75,7 @@ pub(crate) async fn status(
     State(s): State<Ops>,
     Extension(caller): Extension<Caller>,
 ) -> Result<Json<Status>, Response> {
-    caller.may(
-        &s.security.authorizer,
-        Operation::Describe,
-        ResourceType::Cluster,
-        CLUSTER_NAME,
-    )?;
+    caller.may_on_cluster(&s.security.authorizer, Operation::Describe)?;
     let topics = s.broker.list_topics();
     let partitions = topics.iter().map(|t| t.partition_count()).sum();
     let log_bytes = topics

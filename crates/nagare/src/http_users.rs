@@ -8,8 +8,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use nagare_core::security::acl::CLUSTER_NAME;
-use nagare_core::security::{Operation, ResourceType, Security, UserInfo};
+use nagare_core::security::{Operation, Security, UserInfo};
 use nagare_core::CoreError;
 use serde::{Deserialize, Serialize};
 
@@ -71,12 +70,7 @@ pub(crate) async fn list(
     State(security): State<Security>,
     Extension(caller): Extension<Caller>,
 ) -> Result<Json<Vec<UserView>>, Response> {
-    caller.may(
-        &security.authorizer,
-        Operation::Describe,
-        ResourceType::Cluster,
-        CLUSTER_NAME,
-    )?;
+    caller.may_on_cluster(&security.authorizer, Operation::Describe)?;
     Ok(Json(security.users.list().iter().map(view).collect()))
 }
 
@@ -85,12 +79,7 @@ pub(crate) async fn add(
     Extension(caller): Extension<Caller>,
     Json(req): Json<AddUser>,
 ) -> Result<(StatusCode, Json<UserView>), Response> {
-    caller.may(
-        &security.authorizer,
-        Operation::Alter,
-        ResourceType::Cluster,
-        CLUSTER_NAME,
-    )?;
+    caller.may_on_cluster(&security.authorizer, Operation::Alter)?;
     let existed = security.users.get(&req.name).is_some();
     security
         .users
@@ -115,12 +104,7 @@ pub(crate) async fn delete(
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, Response> {
-    caller.may(
-        &security.authorizer,
-        Operation::Alter,
-        ResourceType::Cluster,
-        CLUSTER_NAME,
-    )?;
+    caller.may_on_cluster(&security.authorizer, Operation::Alter)?;
     if security.users.delete(&name).await.map_err(core_error)? {
         tracing::info!(user = %name, by = %caller.principal, "user deleted");
         Ok(StatusCode::NO_CONTENT)

@@ -3,7 +3,7 @@
 
 use clap::{Args, Subcommand};
 
-use crate::admin_client::{path_segment, AdminClient, AdminConnection};
+use crate::admin_client::{path_segment, AdminClient, AdminConnection, AdminLogin};
 use crate::http_queues::{Purged, QueueView};
 use crate::output::{print_json, Output};
 
@@ -11,12 +11,8 @@ use crate::output::{print_json, Output};
 pub(crate) struct QueueArgs {
     #[command(flatten)]
     pub conn: AdminConnection,
-    /// User to log in as when the broker demands authentication.
-    #[arg(long, env = "NAGARE_USER", global = true)]
-    pub user: Option<String>,
-    /// Password of --user.
-    #[arg(long, env = "NAGARE_PASSWORD", hide_env_values = true, global = true)]
-    pub password: Option<String>,
+    #[command(flatten)]
+    pub login: AdminLogin,
     #[command(subcommand)]
     pub action: QueueAction,
 }
@@ -63,7 +59,7 @@ fn header() {
 }
 
 pub(crate) fn run(args: QueueArgs) -> anyhow::Result<()> {
-    let client = AdminClient::new(&args.conn, args.user.as_deref(), args.password.as_deref())?;
+    let client = AdminClient::login(&args.conn, &args.login)?;
     match args.action {
         QueueAction::List { output } => {
             let queues: Vec<QueueView> = client.get("/queues")?;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Serialize;
 
-use crate::admin_client::{AdminClient, AdminConnection};
+use crate::admin_client::{AdminClient, AdminConnection, AdminLogin};
 use crate::http_status::Status;
 use crate::output::{bytes, duration, print_json, Output};
 
@@ -15,12 +15,8 @@ use crate::output::{bytes, duration, print_json, Output};
 pub(crate) struct StatusArgs {
     #[command(flatten)]
     pub conn: AdminConnection,
-    /// User to log in as when the broker demands authentication.
-    #[arg(long, env = "NAGARE_USER")]
-    pub user: Option<String>,
-    /// Password of --user.
-    #[arg(long, env = "NAGARE_PASSWORD", hide_env_values = true)]
-    pub password: Option<String>,
+    #[command(flatten)]
+    pub login: AdminLogin,
     /// Time between the two samples the rates are computed from; 0 for no rates.
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     pub interval_ms: u64,
@@ -46,7 +42,7 @@ struct WithRates<'a> {
 }
 
 pub(crate) fn run(args: StatusArgs) -> anyhow::Result<()> {
-    let client = AdminClient::new(&args.conn, args.user.as_deref(), args.password.as_deref())?;
+    let client = AdminClient::login(&args.conn, &args.login)?;
     let first: Status = client.get("/status")?;
     let (status, rates) = if args.interval_ms == 0 {
         (first, None)

@@ -2,7 +2,7 @@
 
 use clap::{Args, Subcommand};
 
-use crate::admin_client::{path_segment, AdminClient, AdminConnection};
+use crate::admin_client::{path_segment, AdminClient, AdminConnection, AdminLogin};
 use crate::http::{CreateTopic, TopicInfo};
 use crate::output::{print_json, Output};
 
@@ -10,12 +10,8 @@ use crate::output::{print_json, Output};
 pub(crate) struct TopicArgs {
     #[command(flatten)]
     pub conn: AdminConnection,
-    /// User to log in as when the broker demands authentication.
-    #[arg(long, env = "NAGARE_USER", global = true)]
-    pub user: Option<String>,
-    /// Password of --user.
-    #[arg(long, env = "NAGARE_PASSWORD", hide_env_values = true, global = true)]
-    pub password: Option<String>,
+    #[command(flatten)]
+    pub login: AdminLogin,
     #[command(subcommand)]
     pub action: TopicAction,
 }
@@ -48,7 +44,7 @@ pub(crate) enum TopicAction {
 }
 
 pub(crate) fn run(args: TopicArgs) -> anyhow::Result<()> {
-    let client = AdminClient::new(&args.conn, args.user.as_deref(), args.password.as_deref())?;
+    let client = AdminClient::login(&args.conn, &args.login)?;
     match args.action {
         TopicAction::List { output } => {
             let topics: Vec<TopicInfo> = client.get("/topics")?;
