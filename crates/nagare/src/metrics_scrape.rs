@@ -39,6 +39,12 @@ pub(crate) fn install() -> anyhow::Result<PrometheusHandle> {
         .set_buckets_for_metric(Matcher::Suffix("_bytes".into()), BYTES_BUCKETS)?
         .install_recorder()?;
     describe();
+    // Gauges that move up and down from zero are shown from the start (a dashboard then
+    // reads 0, not "no data", before the first STOMP subscription or temp queue).
+    for kind in ["topic", "queue", "temp"] {
+        metrics::gauge!("nagare_stomp_subscriptions", "kind" => kind).increment(0.0);
+    }
+    metrics::gauge!("nagare_stomp_temp_queues").increment(0.0);
     Ok(handle)
 }
 
