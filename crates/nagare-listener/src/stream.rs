@@ -51,6 +51,23 @@ impl Activity {
         self.touch();
     }
 
+    /// Counts what a `poll_read` added to `buf` beyond its first `before` bytes.
+    fn count_read(&self, before: usize, buf: &ReadBuf<'_>) {
+        let after = buf.filled().len();
+        if after != before {
+            self.received(after - before);
+        }
+    }
+
+    /// Counts what a `poll_write` or `poll_write_vectored` sent.
+    fn count_written(&self, polled: &Poll<io::Result<usize>>) {
+        if let Poll::Ready(Ok(n)) = polled {
+            if *n > 0 {
+                self.sent(*n as u64);
+            }
+        }
+    }
+
     pub(crate) fn sent(&self, n: u64) {
         self.bytes_out.fetch_add(n, Ordering::Relaxed);
         self.touch();
@@ -190,9 +207,7 @@ impl AsyncRead for ReadHalf {
             ReadInner::Plain(t) => Pin::new(t).poll_read(cx, buf),
             ReadInner::Tls(t) => Pin::new(t).poll_read(cx, buf),
         };
-        if buf.filled().len() != before {
-            this.activity.received(buf.filled().len() - before);
-        }
+        this.activity.count_read(before, buf);
         polled
     }
 }
@@ -209,9 +224,7 @@ impl AsyncRead for Stream {
             Inner::Plain(t) => Pin::new(t).poll_read(cx, buf),
             Inner::Tls(t) => Pin::new(t.as_mut()).poll_read(cx, buf),
         };
-        if buf.filled().len() != before {
-            this.activity.received(buf.filled().len() - before);
-        }
+        this.activity.count_read(before, buf);
         polled
     }
 }
@@ -227,11 +240,7 @@ impl AsyncWrite for Stream {
             Inner::Plain(t) => Pin::new(t).poll_write(cx, buf),
             Inner::Tls(t) => Pin::new(t.as_mut()).poll_write(cx, buf),
         };
-        if let Poll::Ready(Ok(n)) = &polled {
-            if *n > 0 {
-                this.activity.sent(*n as u64);
-            }
-        }
+        this.activity.count_written(&polled);
         polled
     }
 
@@ -245,11 +254,7 @@ impl AsyncWrite for Stream {
             Inner::Plain(t) => Pin::new(t).poll_write_vectored(cx, bufs),
             Inner::Tls(t) => Pin::new(t.as_mut()).poll_write_vectored(cx, bufs),
         };
-        if let Poll::Ready(Ok(n)) = &polled {
-            if *n > 0 {
-                this.activity.sent(*n as u64);
-            }
-        }
+        this.activity.count_written(&polled);
         polled
     }
 

@@ -300,11 +300,7 @@ impl GroupCoordinator {
         partitions: Option<&[i32]>,
         to: ResetTo,
     ) -> Result<Vec<OffsetLag>, ResetError> {
-        let plan = self.plan_reset(broker, group_id, topic, partitions, to)?;
-        let state = self.describe_group(group_id).state;
-        if !matches!(state, GroupState::Empty | GroupState::Dead) {
-            return Err(ResetError::NotEmpty(group_id.to_string()));
-        }
+        let plan = self.plan_reset_of_empty_group(broker, group_id, topic, partitions, to)?;
         Ok(as_lags(broker, &plan))
     }
 
@@ -319,17 +315,29 @@ impl GroupCoordinator {
         to: ResetTo,
     ) -> Result<Vec<OffsetLag>, ResetError> {
         // Refused early for a live group; `store_reset` checks again under the lock.
-        let preview = self.preview_reset(broker, group_id, topic, partitions, to)?;
-        let plan: Vec<(TopicPartition, i64)> = preview
-            .iter()
-            .map(|o| ((o.topic.clone(), o.partition), o.committed_offset))
-            .collect();
+        let plan = self.plan_reset_of_empty_group(broker, group_id, topic, partitions, to)?;
         self.store_reset(group_id, &plan).await?;
-        Ok(preview)
+        Ok(as_lags(broker, &plan))
+    }
+
+    /// The reset's plan, refused while the group has members.
+    fn plan_reset_of_empty_group(
+        &self,
+        broker: &Broker,
+        group_id: &str,
+        topic: &str,
+        partitions: Option<&[i32]>,
+        to: ResetTo,
+    ) -> Result<Vec<(TopicPartition, i64)>, ResetError> {
+        let plan = self.plan_reset(broker, group_id, topic, partitions, to)?;
+        let state = self.describe_group(group_id).state;
+        if !matches!(state, GroupState::Empty | GroupState::Dead) {
+            return Err(ResetError::NotEmpty(group_id.to_string()));
+        }
+        Ok(plan)
     }
 }
 
-/// Planned offsets as the lag they would leave.
 fn as_lags(broker: &Broker, plan: &[(TopicPartition, i64)]) -> Vec<OffsetLag> {
     plan.iter()
         .map(|((t, p), o)| {
