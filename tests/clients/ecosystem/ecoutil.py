@@ -3,7 +3,8 @@ commands on stdin, and a read_committed reader that keeps everything it has seen
 
 NAGARE_ECO_BOOTSTRAP=host:port runs the tests against another broker (they were written
 against Apache Kafka 4.3.1 first, to know the harness itself is right); by default each
-test gets the `nagare` fixture's broker.
+test gets the `nagare` fixture's broker. NAGARE_ECO_JVM_ARGS adds JVM flags (e.g.
+-Dlog4j.configuration=file:/path/to/log4j.properties for INFO logs of the Java apps).
 """
 
 import os
@@ -46,7 +47,7 @@ class JavaApp:
         self.err = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             ["java", "-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-             *jvm_args, "-cp", CLASSPATH, main, *args],
+             *jvm_args, *os.environ.get("NAGARE_ECO_JVM_ARGS", "").split(), "-cp", CLASSPATH, main, *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True, bufsize=1,
         )
         self.lines = queue.Queue()

@@ -11,7 +11,7 @@ if ! command -v mvn >/dev/null || ! command -v java >/dev/null; then
 fi
 
 cd "$here/java"
-stamp=target/classes/nagare/WordCount.class
+stamp=target/classes/nagare/ConnectWorker.class
 rebuild=0
 [ -f "$stamp" ] && [ -d target/lib ] || rebuild=1
 [ pom.xml -nt "$stamp" ] && rebuild=1
