@@ -24,4 +24,9 @@ fi
 for a in kafka-streams connect-runtime connect-file connect-json; do
   ls target/lib/"$a"-4.3.1.jar >/dev/null
 done
-echo "ecosystem tests ready: Kafka Streams and Connect 4.3.1 in $here/java/target"
+
+
+# franz-go's kgo test suite (Go module proxy), compiled once into target/compat/franz-go.
+command -v go >/dev/null || { echo "go is required for the franz-go suite" >&2; exit 1; }
+bash "$here/../../../scripts/compat/franz-go" --build-only
+echo "ecosystem tests ready: Kafka Streams and Connect 4.3.1 in $here/java/target, franz-go kgo.test"
