@@ -56,6 +56,7 @@ mod topic;
 mod topic_name;
 mod topic_store;
 mod traffic;
+pub mod transactions;
 
 pub use broker::Broker;
 pub use config::{BrokerConfig, TopicConfig, TopicFlush};
