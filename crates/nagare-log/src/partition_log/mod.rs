@@ -237,3 +237,5 @@ mod power_loss_tests;
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
+#[cfg(test)]
+mod txn_tests;
