@@ -69,6 +69,16 @@ impl Partition {
         self.log.last_stable_offset()
     }
 
+    /// Whole batches from `offset` below the last stable offset, as file slices (what a
+    /// read-committed consumer may be sent); see [`Partition::read`].
+    pub fn read_committed(
+        &self,
+        offset: i64,
+        max_bytes: u64,
+    ) -> Result<nagare_log::ReadResult, CoreError> {
+        Ok(self.log.read_committed(offset, max_bytes)?)
+    }
+
     /// The aborted transactions overlapping [from, upto): those whose ABORT marker is at
     /// or after `from` and whose first offset is before `upto`.
     pub fn aborted_transactions(&self, from: i64, upto: i64) -> Vec<AbortedTxn> {
