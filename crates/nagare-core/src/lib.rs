@@ -56,12 +56,13 @@ mod topic;
 mod topic_name;
 mod topic_store;
 mod traffic;
+pub mod transactions;
 
 pub use broker::Broker;
 pub use config::{BrokerConfig, TopicConfig, TopicFlush};
 pub use data_dir_lock::{DataDirLock, LOCK_FILE};
 pub use error::CoreError;
-pub use partition::{AckLevel, Partition, RecordsRead};
+pub use partition::{AbortedTxn, AckLevel, Partition, ProducerStateInfo, RecordsRead};
 pub use subsystems::{SubsystemTasks, Subsystems};
 pub use topic::Topic;
 pub use topic_name::{sanitize_topic_name, validate_topic_name};

@@ -13,6 +13,7 @@ use crate::security::acl::AclOp;
 use crate::security::{
     Authorizer, LoginThrottle, Security, SecurityConfig, UserStore, UserStoreWriters,
 };
+use crate::transactions::{TransactionConfig, TransactionCoordinator, TransactionsBackground};
 use crate::{Broker, CoreError};
 
 /// The subsystems a front end may need; cheap to clone.
@@ -26,6 +27,8 @@ pub struct Subsystems {
     pub queues: Arc<Queues>,
     /// Users, ACLs and the failed-login throttle of every front end.
     pub security: Security,
+    /// Kafka transactions: transactional ids, their epochs and open transactions.
+    pub transactions: Arc<TransactionCoordinator>,
 }
 
 /// The background work of every subsystem: their internal-log writers, the group
@@ -37,6 +40,7 @@ pub struct SubsystemTasks {
     queues: QueuesBackground,
     users: UserStoreWriters,
     acls: InternalLogWriter<AclOp>,
+    transactions: TransactionsBackground,
 }
 
 impl Subsystems {
@@ -55,8 +59,15 @@ impl Subsystems {
             security.super_users.clone(),
             security.allow_if_no_acl(),
         )?;
+        let producers = Arc::new(producers);
+        let (transactions, transactions_background) = TransactionCoordinator::open(
+            broker,
+            producers.clone(),
+            groups.clone(),
+            TransactionConfig::default(),
+        )?;
         let subsystems = Subsystems {
-            producers: Arc::new(producers),
+            producers,
             groups,
             queues,
             security: Security {
@@ -65,6 +76,7 @@ impl Subsystems {
                 throttle: Arc::new(LoginThrottle::default()),
                 config: Arc::new(security),
             },
+            transactions,
         };
         let tasks = SubsystemTasks {
             producers: producers_writer,
@@ -72,6 +84,7 @@ impl Subsystems {
             queues: queues_background,
             users: users_writers,
             acls: acls_writer,
+            transactions: transactions_background,
         };
         Ok((subsystems, tasks))
     }
@@ -86,5 +99,6 @@ impl SubsystemTasks {
         drop(tokio::spawn(self.queues.run()));
         drop(tokio::spawn(self.users.run()));
         drop(tokio::spawn(self.acls.run()));
+        drop(tokio::spawn(self.transactions.run()));
     }
 }

@@ -4,6 +4,7 @@
 use nagare_core::groups::GroupError;
 use nagare_core::log::{BatchError, LogError};
 use nagare_core::producers::ProduceError;
+use nagare_core::transactions::TxnError;
 use nagare_core::CoreError;
 use thiserror::Error;
 
@@ -91,6 +92,27 @@ pub fn produce_error(e: &ProduceError) -> ResponseError {
         ProduceError::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch,
         ProduceError::UnknownProducerId(_) => ResponseError::UnknownProducerId,
         ProduceError::Core(c) => core_error(c),
+    }
+}
+
+/// The Kafka error for a transaction coordinator error. `fenced_known`: the request
+/// version knows PRODUCER_FENCED (added by KIP-588); older ones are told
+/// INVALID_PRODUCER_EPOCH instead, as Kafka does. Likewise TRANSACTION_ABORTABLE
+/// (KIP-890) becomes INVALID_TXN_STATE for versions that predate it (`abortable_known`).
+pub fn txn_error(e: &TxnError, fenced_known: bool, abortable_known: bool) -> ResponseError {
+    match e {
+        TxnError::InvalidRequest(_) => ResponseError::InvalidRequest,
+        TxnError::InvalidTransactionTimeout(_) => ResponseError::InvalidTransactionTimeout,
+        TxnError::ConcurrentTransactions => ResponseError::ConcurrentTransactions,
+        TxnError::ProducerFenced if fenced_known => ResponseError::ProducerFenced,
+        TxnError::ProducerFenced => ResponseError::InvalidProducerEpoch,
+        TxnError::InvalidProducerIdMapping => ResponseError::InvalidProducerIdMapping,
+        TxnError::InvalidTxnState => ResponseError::InvalidTxnState,
+        TxnError::TransactionalIdNotFound => ResponseError::TransactionalIdNotFound,
+        TxnError::TransactionAbortable if abortable_known => ResponseError::TransactionAbortable,
+        TxnError::TransactionAbortable => ResponseError::InvalidTxnState,
+        TxnError::CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
+        TxnError::Group(g) => group_error(g),
     }
 }
 

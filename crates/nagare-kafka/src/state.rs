@@ -5,6 +5,7 @@ use std::sync::Arc;
 use nagare_core::groups::GroupCoordinator;
 use nagare_core::producers::Producers;
 use nagare_core::security::Security;
+use nagare_core::transactions::TransactionCoordinator;
 use nagare_core::{Broker, Subsystems};
 use tokio::net::TcpListener;
 
@@ -24,6 +25,8 @@ pub struct KafkaState {
     pub groups: Arc<GroupCoordinator>,
     /// Users, ACLs and the login throttle.
     pub security: Security,
+    /// Transactional ids and their transactions (the coordinator is this broker).
+    pub transactions: Arc<TransactionCoordinator>,
     /// Memory for requests read but not yet answered, shared by every connection.
     pub request_pool: RequestPool,
     /// Host and port given to clients in Metadata, FindCoordinator, DescribeCluster.
@@ -58,6 +61,7 @@ impl KafkaState {
             producers: core.producers.clone(),
             groups: core.groups.clone(),
             security: core.security.clone(),
+            transactions: core.transactions.clone(),
             advertised_host,
             advertised_port,
         }

@@ -202,6 +202,33 @@ impl GroupCoordinator {
         Ok(())
     }
 
+    /// TxnOffsetCommit's member and generation checks (see
+    /// [`Groups::check_txn_offset_commit`]).
+    pub fn check_txn_offset_commit(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation: i32,
+    ) -> Result<(), GroupError> {
+        self.groups
+            .lock()
+            .check_txn_offset_commit(group_id, member_id, instance_id, generation)
+    }
+
+    /// Commits the offsets of a committed transaction; returns once they are stored.
+    pub async fn commit_txn_offsets(
+        &self,
+        group_id: &str,
+        offsets: Vec<super::OffsetCommit>,
+    ) -> Result<(), GroupError> {
+        self.log.reserve().await;
+        let ((), stored) = self.with(true, |g, _| {
+            g.commit_txn_offsets(group_id, offsets, crate::internal_log::now_ms())
+        });
+        stored.stored().await.map_err(storage_error)
+    }
+
     pub fn list_groups(&self) -> Vec<GroupListing> {
         self.groups.lock().list_groups()
     }

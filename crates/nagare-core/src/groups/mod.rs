@@ -26,6 +26,7 @@ mod persist;
 mod sync;
 #[cfg(test)]
 mod tests;
+mod txn;
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,6 @@
-//! FindCoordinator (10): this broker coordinates every group. Both layouts: one `key`
-//! (v0-3, librdkafka) and batched `coordinator_keys` (v4+, the Java client).
+//! FindCoordinator (10): this broker coordinates every group and every transactional id
+//! (key type 1). Both layouts: one `key` (v0-3, librdkafka) and batched
+//! `coordinator_keys` (v4+, the Java client).
 
 use crate::meters::Counted;
 use std::sync::Arc;
@@ -21,7 +22,7 @@ pub(crate) const HANDLER: Handler = Handler {
     call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
-/// Key type of a transactional id: transactions are not implemented.
+/// Key type of a transactional id (0 is a group; 2, share groups, is not supported).
 const KEY_TYPE_TRANSACTION: i8 = 1;
 
 async fn handle(
@@ -43,15 +44,15 @@ async fn handle(
                 ResponseError::GroupAuthorizationFailed,
             )
         };
-        if !allowed {
-            (denied.counted(), -1, String::new(), -1)
-        } else if request.key_type == KEY_TYPE_TRANSACTION {
+        if request.key_type > KEY_TYPE_TRANSACTION || request.key_type < 0 {
             (
-                ResponseError::CoordinatorNotAvailable.counted(),
+                ResponseError::InvalidRequest.counted(),
                 -1,
                 String::new(),
                 -1,
             )
+        } else if !allowed {
+            (denied.counted(), -1, String::new(), -1)
         } else {
             (
                 errors::NONE,

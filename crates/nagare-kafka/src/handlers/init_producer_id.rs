@@ -1,6 +1,8 @@
 //! InitProducerId (22): producer ids and epochs for idempotent producers (persisted by
-//! `nagare_core::producers`). Transactional ids are refused: transactions are not
-//! implemented (and their APIs are not advertised).
+//! `nagare_core::producers`) and for transactional ids (by the transaction coordinator,
+//! `nagare_core::transactions`: epoch bump, fencing of the previous producer, abort of
+//! its open transaction, `transaction.timeout.ms` validation, KIP-360 recovery with the
+//! current producer id and epoch).
 //!
 //! Authorization as in Kafka 3+: a transactional id needs Write on it; an idempotent
 //! producer needs IdempotentWrite on the cluster or Write on at least one topic.
@@ -13,7 +15,7 @@ use nagare_core::security::{Operation, ResourceType};
 
 use super::{decode, encode, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{self, produce_error, ResponseError};
+use crate::errors::{self, produce_error, txn_error, ResponseError};
 use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
@@ -37,17 +39,39 @@ async fn handle(
         .transactional_id
         .as_deref()
         .filter(|t| !t.is_empty());
-    let response = if transactional_id.is_some() {
-        // Refused whether or not Write on the id is granted; either way the answer is
-        // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which is what Kafka says when it is not.
-        response.with_error_code(ResponseError::TransactionalIdAuthorizationFailed.counted())
+    // As Kafka: no id and no epoch, or both; one without the other is malformed.
+    let current = match (request.producer_id.0, request.producer_epoch) {
+        (-1, -1) => Ok(None),
+        (id, epoch) if id >= 0 && epoch >= 0 => Ok(Some((id, epoch))),
+        _ => Err(()),
+    };
+    let response = if let Some(id) = transactional_id {
+        if !session.allowed(Operation::Write, ResourceType::TransactionalId, id) {
+            response.with_error_code(ResponseError::TransactionalIdAuthorizationFailed.counted())
+        } else if let Ok(current) = current {
+            match state
+                .transactions
+                .init_producer_id(id, request.transaction_timeout_ms, current)
+                .await
+            {
+                Ok((id, epoch)) => response
+                    .with_error_code(errors::NONE)
+                    .with_producer_id(ProducerId(id))
+                    .with_producer_epoch(epoch),
+                // PRODUCER_FENCED exists from v4 on.
+                Err(e) => {
+                    response.with_error_code(txn_error(&e, req.version >= 4, false).counted())
+                }
+            }
+        } else {
+            response.with_error_code(ResponseError::InvalidRequest.counted())
+        }
     } else if !session.cluster_allowed(Operation::IdempotentWrite)
         && !session.allowed_on_any(Operation::Write, ResourceType::Topic)
     {
         response.with_error_code(ResponseError::ClusterAuthorizationFailed.counted())
     } else {
-        let current = (request.producer_id.0 >= 0 && request.producer_epoch >= 0)
-            .then_some((request.producer_id.0, request.producer_epoch));
+        let current = current.ok().flatten();
         match state.producers.init_producer_id(current).await {
             Ok((id, epoch)) => response
                 .with_error_code(errors::NONE)

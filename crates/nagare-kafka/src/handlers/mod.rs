@@ -14,6 +14,8 @@ use crate::codec::{self, ParsedRequest, RequestError};
 use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
+pub(crate) mod add_offsets_to_txn;
+pub(crate) mod add_partitions_to_txn;
 pub(crate) mod alter_user_scram_credentials;
 pub(crate) mod api_versions;
 pub(crate) mod create_acls;
@@ -26,7 +28,9 @@ pub(crate) mod describe_acls;
 pub(crate) mod describe_cluster;
 pub(crate) mod describe_configs;
 pub(crate) mod describe_groups;
+pub(crate) mod describe_transactions;
 pub(crate) mod describe_user_scram_credentials;
+pub(crate) mod end_txn;
 pub(crate) mod fetch;
 pub(crate) mod find_coordinator;
 pub(crate) mod heartbeat;
@@ -35,6 +39,7 @@ pub(crate) mod join_group;
 pub(crate) mod leave_group;
 pub(crate) mod list_groups;
 pub(crate) mod list_offsets;
+pub(crate) mod list_transactions;
 pub(crate) mod metadata;
 pub(crate) mod offset_commit;
 pub(crate) mod offset_delete;
@@ -44,6 +49,7 @@ pub(crate) mod produce;
 pub(crate) mod sasl_authenticate;
 pub(crate) mod sasl_handshake;
 pub(crate) mod sync_group;
+pub(crate) mod txn_offset_commit;
 
 /// What a handler returns: the reply, or an error that closes the connection.
 pub(crate) type HandlerFuture =
@@ -101,6 +107,12 @@ pub(crate) static REGISTRY: &[Handler] = &[
     describe_acls::HANDLER,
     create_acls::HANDLER,
     delete_acls::HANDLER,
+    add_partitions_to_txn::HANDLER,
+    add_offsets_to_txn::HANDLER,
+    end_txn::HANDLER,
+    txn_offset_commit::HANDLER,
+    describe_transactions::HANDLER,
+    list_transactions::HANDLER,
 ];
 
 /// One slot per API key number: the handler of every implemented key, found with one

@@ -208,6 +208,61 @@ fn request(state: &KafkaState, key: ApiKey, version: i16) -> Option<Bytes> {
             ]),
             version,
         ),
+        ApiKey::AddPartitionsToTxn => {
+            let topics = vec![
+                add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+                    .with_name(topic_name("t"))
+                    .with_partitions(vec![0]),
+            ];
+            let request = if version < 4 {
+                AddPartitionsToTxnRequest::default()
+                    .with_v3_and_below_transactional_id(TransactionalId(str_bytes("tx")))
+                    .with_v3_and_below_topics(topics)
+            } else {
+                AddPartitionsToTxnRequest::default().with_transactions(vec![
+                    add_partitions_to_txn_request::AddPartitionsToTxnTransaction::default()
+                        .with_transactional_id(TransactionalId(str_bytes("tx")))
+                        .with_verify_only(true)
+                        .with_topics(topics),
+                ])
+            };
+            body(&request, version)
+        }
+        ApiKey::AddOffsetsToTxn => body(
+            &AddOffsetsToTxnRequest::default()
+                .with_transactional_id(TransactionalId(str_bytes("tx")))
+                .with_group_id(GroupId(str_bytes("g"))),
+            version,
+        ),
+        ApiKey::EndTxn => body(
+            &EndTxnRequest::default().with_transactional_id(TransactionalId(str_bytes("tx"))),
+            version,
+        ),
+        ApiKey::TxnOffsetCommit => body(
+            &TxnOffsetCommitRequest::default()
+                .with_transactional_id(TransactionalId(str_bytes("tx")))
+                .with_group_id(GroupId(str_bytes("g")))
+                .with_topics(vec![
+                    txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+                        .with_name(topic_name("t"))
+                        .with_partitions(vec![
+                            txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                                .with_partition_index(0)
+                                .with_committed_offset(1),
+                        ]),
+                ]),
+            version,
+        ),
+        ApiKey::DescribeTransactions => body(
+            &DescribeTransactionsRequest::default()
+                .with_transactional_ids(vec![TransactionalId(str_bytes("tx"))]),
+            version,
+        ),
+        ApiKey::ListTransactions => body(
+            &ListTransactionsRequest::default()
+                .with_state_filters(vec![str_bytes("Ongoing"), str_bytes("Nope")]),
+            version,
+        ),
         _ => return None,
     })
 }
