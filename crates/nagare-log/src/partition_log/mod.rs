@@ -19,6 +19,7 @@ use crate::storage::OpenMode;
 use crate::{LogConfig, LogError};
 
 mod append;
+mod compact;
 mod read;
 mod recovery;
 mod retention;
@@ -102,6 +103,8 @@ pub struct PartitionLog {
     /// covered: the difference is the size of the next fsync (`nagare_log_fsync_size_bytes`).
     written: AtomicU64,
     synced_written: AtomicU64,
+    /// Held by a compaction pass (`compact.rs`), so two never run on one log.
+    cleaning: Mutex<()>,
 }
 
 struct Writer {
@@ -221,6 +224,8 @@ impl PartitionLog {
     }
 }
 
+#[cfg(test)]
+mod compact_tests;
 #[cfg(test)]
 mod fd_budget_tests;
 #[cfg(test)]
