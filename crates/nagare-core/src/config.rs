@@ -5,6 +5,7 @@ use std::time::Duration;
 use nagare_log::{FlushPolicy, LogConfig, OpenFiles, Storage};
 use serde::{Deserialize, Serialize};
 
+use crate::config_kinds::{CleanupPolicy, CompressionType, TimestampType};
 use crate::CoreError;
 
 /// When a topic's appends are fsynced.
@@ -70,8 +71,14 @@ impl TryFrom<String> for TopicFlush {
     }
 }
 
-/// Per-topic settings. Field names follow Kafka's topic configs where one exists.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Per-topic settings. Field names follow Kafka's topic configs (dots as underscores), so
+/// the TOML `[topics]` section and the stored topic registry use Kafka's words; every
+/// field has a default, so registries written by older versions still load.
+///
+/// Configs without meaning on one node (replication, tiered storage, throttles) are
+/// accepted, validated and stored so clients and tools that set them keep working; see
+/// `docs/kafka-configs.md` for which ones act.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TopicConfig {
     pub flush: TopicFlush,
@@ -85,23 +92,149 @@ pub struct TopicConfig {
     pub segment_ms: u64,
     /// `max.message.bytes`: the largest record batch accepted.
     pub max_message_bytes: u32,
-    /// `cleanup.policy`: only `delete` is implemented.
-    pub cleanup_policy: String,
+    /// `cleanup.policy`: `delete`, `compact` or both.
+    pub cleanup_policy: CleanupPolicy,
+    /// `delete.retention.ms`: how long a tombstone outlives the cleaning that reached it.
+    pub delete_retention_ms: i64,
+    /// `min.compaction.lag.ms`: records younger than this are never compacted.
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms`: records older than this make their segment eligible for
+    /// compaction whatever the dirty ratio.
+    pub max_compaction_lag_ms: i64,
+    /// `min.cleanable.dirty.ratio`: dirty bytes / total bytes above which the cleaner runs.
+    pub min_cleanable_dirty_ratio: f64,
+    /// `compression.type`: codec batches are stored with (`producer` keeps theirs).
+    pub compression_type: CompressionType,
+    /// `compression.gzip.level` (-1 is the codec's default, else 1-9).
+    pub compression_gzip_level: i32,
+    /// `compression.lz4.level` (1-17).
+    pub compression_lz4_level: i32,
+    /// `compression.zstd.level` (-131072 to 22).
+    pub compression_zstd_level: i32,
+    /// `message.timestamp.type`.
+    pub message_timestamp_type: TimestampType,
+    /// `message.timestamp.before.max.ms`: how far in the past a CreateTime may be.
+    pub message_timestamp_before_max_ms: i64,
+    /// `message.timestamp.after.max.ms`: how far in the future a CreateTime may be.
+    pub message_timestamp_after_max_ms: i64,
+    /// `file.delete.delay.ms`.
+    pub file_delete_delay_ms: i64,
+    /// `index.interval.bytes`: bytes between sparse offset-index entries.
+    pub index_interval_bytes: u32,
+    /// `segment.index.bytes`.
+    pub segment_index_bytes: u32,
+    /// `segment.jitter.ms`.
+    pub segment_jitter_ms: i64,
+    /// `preallocate`.
+    pub preallocate: bool,
+    /// `min.insync.replicas` (one node: always satisfied by 1).
+    pub min_insync_replicas: i32,
+    /// `unclean.leader.election.enable`.
+    pub unclean_leader_election_enable: bool,
+    /// `leader.replication.throttled.replicas`.
+    pub leader_replication_throttled_replicas: String,
+    /// `follower.replication.throttled.replicas`.
+    pub follower_replication_throttled_replicas: String,
+    /// `local.retention.ms` (-2: same as `retention.ms`).
+    pub local_retention_ms: i64,
+    /// `local.retention.bytes` (-2: same as `retention.bytes`).
+    pub local_retention_bytes: i64,
+    /// `remote.storage.enable`: tiered storage is not available, so only `false`.
+    pub remote_storage_enable: bool,
+    /// `remote.log.copy.disable`.
+    pub remote_log_copy_disable: bool,
+    /// `remote.log.delete.on.disable`.
+    pub remote_log_delete_on_disable: bool,
+    /// `message.downconversion.enable` (nothing is down-converted here).
+    pub message_downconversion_enable: bool,
+    /// The Kafka names set explicitly on this topic (CreateTopics, AlterConfigs, the HTTP
+    /// API) with the value given, so DescribeConfigs can tell overrides from defaults and
+    /// a changed broker default reaches the topics that did not override it.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub overrides: BTreeMap<String, String>,
 }
+
+const WEEK_MS: i64 = 7 * 24 * 3600 * 1000;
 
 impl Default for TopicConfig {
     fn default() -> Self {
         TopicConfig {
             flush: TopicFlush::Acks,
-            retention_ms: 7 * 24 * 3600 * 1000,
+            retention_ms: WEEK_MS,
             retention_bytes: -1,
             segment_bytes: 1 << 30,
-            segment_ms: 7 * 24 * 3600 * 1000,
+            segment_ms: WEEK_MS as u64,
             max_message_bytes: 1024 * 1024 + 12,
-            cleanup_policy: "delete".to_string(),
+            cleanup_policy: CleanupPolicy::DELETE,
+            delete_retention_ms: 24 * 3600 * 1000,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            min_cleanable_dirty_ratio: 0.5,
+            compression_type: CompressionType::Producer,
+            compression_gzip_level: -1,
+            compression_lz4_level: 9,
+            compression_zstd_level: 3,
+            message_timestamp_type: TimestampType::CreateTime,
+            message_timestamp_before_max_ms: i64::MAX,
+            message_timestamp_after_max_ms: 3600 * 1000,
+            file_delete_delay_ms: 60_000,
+            index_interval_bytes: 4096,
+            segment_index_bytes: 10 * 1024 * 1024,
+            segment_jitter_ms: 0,
+            preallocate: false,
+            min_insync_replicas: 1,
+            unclean_leader_election_enable: false,
+            leader_replication_throttled_replicas: String::new(),
+            follower_replication_throttled_replicas: String::new(),
+            local_retention_ms: -2,
+            local_retention_bytes: -2,
+            remote_storage_enable: false,
+            remote_log_copy_disable: false,
+            remote_log_delete_on_disable: false,
+            message_downconversion_enable: true,
+            overrides: BTreeMap::new(),
         }
     }
 }
+
+/// Every topic config name [`TopicConfig::set`] knows and [`TopicConfig::entries`] lists,
+/// besides `nagare.flush`.
+pub const TOPIC_CONFIG_NAMES: &[&str] = &[
+    "cleanup.policy",
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.type",
+    "compression.zstd.level",
+    "delete.retention.ms",
+    "file.delete.delay.ms",
+    "flush.messages",
+    "flush.ms",
+    "follower.replication.throttled.replicas",
+    "index.interval.bytes",
+    "leader.replication.throttled.replicas",
+    "local.retention.bytes",
+    "local.retention.ms",
+    "max.compaction.lag.ms",
+    "max.message.bytes",
+    "message.downconversion.enable",
+    "message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms",
+    "message.timestamp.type",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "min.insync.replicas",
+    "preallocate",
+    "remote.log.copy.disable",
+    "remote.log.delete.on.disable",
+    "remote.storage.enable",
+    "retention.bytes",
+    "retention.ms",
+    "segment.bytes",
+    "segment.index.bytes",
+    "segment.jitter.ms",
+    "segment.ms",
+    "unclean.leader.election.enable",
+];
 
 impl TopicConfig {
     /// The log settings for one partition of this topic, on the default storage (see
@@ -110,9 +243,11 @@ impl TopicConfig {
         LogConfig {
             segment_bytes: self.segment_bytes,
             segment_age: Duration::from_millis(self.segment_ms),
-            index_interval_bytes: 4096,
-            retention_bytes: (self.retention_bytes >= 0).then_some(self.retention_bytes as u64),
-            retention: (self.retention_ms >= 0)
+            index_interval_bytes: self.index_interval_bytes,
+            // Compaction alone keeps data forever; `compact,delete` applies both.
+            retention_bytes: (self.cleanup_policy.delete() && self.retention_bytes >= 0)
+                .then_some(self.retention_bytes as u64),
+            retention: (self.cleanup_policy.delete() && self.retention_ms >= 0)
                 .then(|| Duration::from_millis(self.retention_ms as u64)),
             max_batch_bytes: self.max_message_bytes,
             flush: match self.flush {
@@ -127,7 +262,7 @@ impl TopicConfig {
     /// Every setting as Kafka-style `(name, value)` pairs, defaults included.
     pub fn entries(&self) -> BTreeMap<&'static str, String> {
         let mut m = BTreeMap::new();
-        m.insert("cleanup.policy", self.cleanup_policy.clone());
+        m.insert("cleanup.policy", self.cleanup_policy.to_string());
         m.insert("retention.ms", self.retention_ms.to_string());
         m.insert("retention.bytes", self.retention_bytes.to_string());
         m.insert("segment.bytes", self.segment_bytes.to_string());
@@ -141,70 +276,283 @@ impl TopicConfig {
         };
         m.insert("flush.messages", flush_messages);
         m.insert("flush.ms", flush_ms);
-        m.insert("compression.type", "producer".to_string());
-        m.insert("message.timestamp.type", "CreateTime".to_string());
-        m.insert("min.insync.replicas", "1".to_string());
+        m.insert("delete.retention.ms", self.delete_retention_ms.to_string());
+        m.insert(
+            "min.compaction.lag.ms",
+            self.min_compaction_lag_ms.to_string(),
+        );
+        m.insert(
+            "max.compaction.lag.ms",
+            self.max_compaction_lag_ms.to_string(),
+        );
+        m.insert(
+            "min.cleanable.dirty.ratio",
+            self.min_cleanable_dirty_ratio.to_string(),
+        );
+        m.insert("compression.type", self.compression_type.to_string());
+        m.insert(
+            "compression.gzip.level",
+            self.compression_gzip_level.to_string(),
+        );
+        m.insert(
+            "compression.lz4.level",
+            self.compression_lz4_level.to_string(),
+        );
+        m.insert(
+            "compression.zstd.level",
+            self.compression_zstd_level.to_string(),
+        );
+        m.insert(
+            "message.timestamp.type",
+            self.message_timestamp_type.to_string(),
+        );
+        m.insert(
+            "message.timestamp.before.max.ms",
+            self.message_timestamp_before_max_ms.to_string(),
+        );
+        m.insert(
+            "message.timestamp.after.max.ms",
+            self.message_timestamp_after_max_ms.to_string(),
+        );
+        m.insert(
+            "file.delete.delay.ms",
+            self.file_delete_delay_ms.to_string(),
+        );
+        m.insert(
+            "index.interval.bytes",
+            self.index_interval_bytes.to_string(),
+        );
+        m.insert("segment.index.bytes", self.segment_index_bytes.to_string());
+        m.insert("segment.jitter.ms", self.segment_jitter_ms.to_string());
+        m.insert("preallocate", self.preallocate.to_string());
+        m.insert("min.insync.replicas", self.min_insync_replicas.to_string());
+        m.insert(
+            "unclean.leader.election.enable",
+            self.unclean_leader_election_enable.to_string(),
+        );
+        m.insert(
+            "leader.replication.throttled.replicas",
+            self.leader_replication_throttled_replicas.clone(),
+        );
+        m.insert(
+            "follower.replication.throttled.replicas",
+            self.follower_replication_throttled_replicas.clone(),
+        );
+        m.insert("local.retention.ms", self.local_retention_ms.to_string());
+        m.insert(
+            "local.retention.bytes",
+            self.local_retention_bytes.to_string(),
+        );
+        m.insert(
+            "remote.storage.enable",
+            self.remote_storage_enable.to_string(),
+        );
+        m.insert(
+            "remote.log.copy.disable",
+            self.remote_log_copy_disable.to_string(),
+        );
+        m.insert(
+            "remote.log.delete.on.disable",
+            self.remote_log_delete_on_disable.to_string(),
+        );
+        m.insert(
+            "message.downconversion.enable",
+            self.message_downconversion_enable.to_string(),
+        );
         m
     }
 
-    /// Applies one Kafka-style setting (as sent by CreateTopics / AlterConfigs).
+    /// Applies one Kafka-style setting (as sent by CreateTopics / AlterConfigs) and
+    /// remembers it as an override of this topic.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), CoreError> {
+        self.apply(key, value)?;
+        self.overrides.insert(key.to_string(), value.to_string());
+        Ok(())
+    }
+
+    /// The settings of a topic with these `overrides` over `defaults` (the broker's topic
+    /// defaults): what a topic becomes when an override is removed or a default changes.
+    pub fn with_overrides(
+        defaults: &TopicConfig,
+        overrides: &BTreeMap<String, String>,
+    ) -> Result<TopicConfig, CoreError> {
+        let mut config = defaults.clone();
+        config.overrides.clear();
+        for (key, value) in overrides {
+            config.set(key, value)?;
+        }
+        config.check()?;
+        Ok(config)
+    }
+
+    /// The names whose value differs from `defaults` or were set explicitly: a topic
+    /// stored before overrides were recorded has none recorded, so differing values are
+    /// what tell its overrides.
+    pub fn effective_overrides(&self, defaults: &TopicConfig) -> BTreeMap<String, String> {
+        let mut out = self.overrides.clone();
+        let base = defaults.entries();
+        for (key, value) in self.entries() {
+            if base.get(key) != Some(&value) && !out.contains_key(key) {
+                // flush.* are views of nagare.flush; one override names it.
+                if key == "flush.messages" || key == "flush.ms" {
+                    continue;
+                }
+                out.insert(key.to_string(), value);
+            }
+        }
+        out
+    }
+
+    /// Cross-field rules Kafka enforces once every setting is known.
+    pub fn check(&self) -> Result<(), CoreError> {
+        if self.min_compaction_lag_ms > self.max_compaction_lag_ms {
+            return Err(CoreError::InvalidConfig {
+                key: "min.compaction.lag.ms".into(),
+                reason: format!(
+                    "conflict: min.compaction.lag.ms {} is above max.compaction.lag.ms {}",
+                    self.min_compaction_lag_ms, self.max_compaction_lag_ms
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, key: &str, value: &str) -> Result<(), CoreError> {
         let bad = |reason: String| CoreError::InvalidConfig {
             key: key.to_string(),
             reason,
         };
         let int = |v: &str| v.trim().parse::<i64>().map_err(|e| bad(e.to_string()));
+        let at_least = |v: &str, min: i64| -> Result<i64, CoreError> {
+            let n = int(v)?;
+            if n < min {
+                return Err(bad(format!("must be at least {min}")));
+            }
+            Ok(n)
+        };
+        let within = |v: &str, min: i64, max: i64| -> Result<i64, CoreError> {
+            let n = int(v)?;
+            if !(min..=max).contains(&n) {
+                return Err(bad(format!("must be within [{min}, {max}]")));
+            }
+            Ok(n)
+        };
+        let boolean = |v: &str| match v.trim().to_ascii_lowercase().as_str() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err(bad(format!("expected true or false, got {v:?}"))),
+        };
+        let i32_max = i32::MAX as i64;
         match key {
-            "cleanup.policy" => {
-                if value != "delete" {
-                    return Err(bad("only \"delete\" is supported".into()));
-                }
-                self.cleanup_policy = value.to_string();
-            }
-            "retention.ms" => self.retention_ms = int(value)?,
-            "retention.bytes" => self.retention_bytes = int(value)?,
-            "segment.bytes" => {
-                let v = int(value)?;
-                if v < 1024 {
-                    return Err(bad("must be at least 1024".into()));
-                }
-                self.segment_bytes = v as u64;
-            }
-            "segment.ms" => {
-                let v = int(value)?;
-                if v < 1 {
-                    return Err(bad("must be positive".into()));
-                }
-                self.segment_ms = v as u64;
-            }
-            "max.message.bytes" => {
-                let v = int(value)?;
-                if !(0..=i32::MAX as i64).contains(&v) {
-                    return Err(bad("out of range".into()));
-                }
-                self.max_message_bytes = v as u32;
-            }
+            "cleanup.policy" => self.cleanup_policy = value.parse().map_err(bad)?,
+            "retention.ms" => self.retention_ms = at_least(value, -1)?,
+            "retention.bytes" => self.retention_bytes = at_least(value, -1)?,
+            "segment.bytes" => self.segment_bytes = within(value, 1024, i32_max)? as u64,
+            "segment.ms" => self.segment_ms = at_least(value, 1)? as u64,
+            "max.message.bytes" => self.max_message_bytes = within(value, 0, i32_max)? as u32,
             "nagare.flush" => self.flush = value.parse().map_err(bad)?,
             "flush.messages" => {
-                if int(value)? <= 1 {
+                if at_least(value, 1)? <= 1 {
                     self.flush = TopicFlush::Always;
                 }
             }
             "flush.ms" => {
-                let v = int(value)?;
-                if (0..i64::MAX).contains(&v) {
+                let v = at_least(value, 0)?;
+                if v < i64::MAX {
                     self.flush = TopicFlush::Interval(v as u64);
                 }
             }
-            // Accepted and ignored: they have no meaning on one node or are the only choice.
-            "compression.type"
-            | "message.timestamp.type"
-            | "min.insync.replicas"
-            | "unclean.leader.election.enable" => {}
+            "delete.retention.ms" => self.delete_retention_ms = at_least(value, 0)?,
+            "min.compaction.lag.ms" => self.min_compaction_lag_ms = at_least(value, 0)?,
+            "max.compaction.lag.ms" => self.max_compaction_lag_ms = at_least(value, 1)?,
+            "min.cleanable.dirty.ratio" => {
+                let r = value
+                    .trim()
+                    .parse::<f64>()
+                    .map_err(|e| bad(e.to_string()))?;
+                if !(0.0..=1.0).contains(&r) {
+                    return Err(bad("must be within [0, 1]".into()));
+                }
+                self.min_cleanable_dirty_ratio = r;
+            }
+            "compression.type" => self.compression_type = value.parse().map_err(bad)?,
+            "compression.gzip.level" => {
+                let v = within(value, -1, 9)?;
+                if v == 0 {
+                    return Err(bad("must be -1 or within [1, 9]".into()));
+                }
+                self.compression_gzip_level = v as i32;
+            }
+            "compression.lz4.level" => self.compression_lz4_level = within(value, 1, 17)? as i32,
+            "compression.zstd.level" => {
+                self.compression_zstd_level = within(value, -131072, 22)? as i32
+            }
+            "message.timestamp.type" => self.message_timestamp_type = value.parse().map_err(bad)?,
+            "message.timestamp.before.max.ms" => {
+                self.message_timestamp_before_max_ms = at_least(value, 0)?
+            }
+            "message.timestamp.after.max.ms" => {
+                self.message_timestamp_after_max_ms = at_least(value, 0)?
+            }
+            // Removed in Kafka 4.0; older clients may still send it: it bounds both sides.
+            "message.timestamp.difference.max.ms" => {
+                let v = at_least(value, 0)?;
+                self.message_timestamp_before_max_ms = v;
+                self.message_timestamp_after_max_ms = v;
+            }
+            "file.delete.delay.ms" => self.file_delete_delay_ms = at_least(value, 0)?,
+            "index.interval.bytes" => self.index_interval_bytes = within(value, 0, i32_max)? as u32,
+            "segment.index.bytes" => self.segment_index_bytes = within(value, 4, i32_max)? as u32,
+            "segment.jitter.ms" => self.segment_jitter_ms = at_least(value, 0)?,
+            "preallocate" => self.preallocate = boolean(value)?,
+            "min.insync.replicas" => self.min_insync_replicas = within(value, 1, i32_max)? as i32,
+            "unclean.leader.election.enable" => {
+                self.unclean_leader_election_enable = boolean(value)?
+            }
+            "leader.replication.throttled.replicas" => {
+                self.leader_replication_throttled_replicas =
+                    throttled_replicas(value).map_err(bad)?
+            }
+            "follower.replication.throttled.replicas" => {
+                self.follower_replication_throttled_replicas =
+                    throttled_replicas(value).map_err(bad)?
+            }
+            "local.retention.ms" => self.local_retention_ms = at_least(value, -2)?,
+            "local.retention.bytes" => self.local_retention_bytes = at_least(value, -2)?,
+            "remote.storage.enable" => {
+                if boolean(value)? {
+                    return Err(bad("tiered storage is not available on this broker".into()));
+                }
+                self.remote_storage_enable = false;
+            }
+            "remote.log.copy.disable" => self.remote_log_copy_disable = boolean(value)?,
+            "remote.log.delete.on.disable" => self.remote_log_delete_on_disable = boolean(value)?,
+            "message.downconversion.enable" => self.message_downconversion_enable = boolean(value)?,
+            // Removed in Kafka 4.0 and meaningless here (one record format, v2).
+            "message.format.version" => {}
             _ => return Err(bad("unknown config".into())),
         }
         Ok(())
     }
+}
+
+/// `*.replication.throttled.replicas`: empty, `*`, or `partition:broker` pairs.
+fn throttled_replicas(value: &str) -> Result<String, String> {
+    let v = value.trim();
+    if v.is_empty() || v == "*" {
+        return Ok(v.to_string());
+    }
+    for pair in v.split(',') {
+        let ok = pair.trim().split_once(':').is_some_and(|(p, b)| {
+            p.trim().parse::<u32>().is_ok() && b.trim().parse::<i32>().is_ok()
+        });
+        if !ok {
+            return Err(format!(
+                "expected a list of partition:broker pairs or *, got {pair:?}"
+            ));
+        }
+    }
+    Ok(v.to_string())
 }
 
 /// Settings of the whole broker.
@@ -273,6 +621,84 @@ mod tests {
         assert_eq!(c.retention_ms, 1000);
         assert!(c.set("retention.ms", "x").is_err());
         assert!(c.set("no.such.key", "1").is_err());
-        assert!(c.set("cleanup.policy", "compact").is_err());
+        assert!(c.set("cleanup.policy", "shrink").is_err());
+        c.set("cleanup.policy", "compact,delete").unwrap();
+        assert!(c.cleanup_policy.compact() && c.cleanup_policy.delete());
+        assert_eq!(c.overrides.len(), 2);
+    }
+
+    #[test]
+    fn every_standard_name_is_accepted_and_listed() {
+        let defaults = TopicConfig::default();
+        let entries = defaults.entries();
+        for name in TOPIC_CONFIG_NAMES {
+            let value = entries.get(name).expect(name).clone();
+            let mut c = TopicConfig::default();
+            c.set(name, &value)
+                .unwrap_or_else(|e| panic!("{name}={value}: {e}"));
+            assert_eq!(c.entries().get(name), Some(&value), "{name}");
+        }
+    }
+
+    #[test]
+    fn compaction_settings_validate() {
+        let mut c = TopicConfig::default();
+        c.set("delete.retention.ms", "100").unwrap();
+        c.set("min.compaction.lag.ms", "5").unwrap();
+        c.set("max.compaction.lag.ms", "10").unwrap();
+        c.set("min.cleanable.dirty.ratio", "0.01").unwrap();
+        c.set("compression.type", "snappy").unwrap();
+        assert_eq!(c.delete_retention_ms, 100);
+        assert_eq!(c.min_cleanable_dirty_ratio, 0.01);
+        assert_eq!(c.compression_type, CompressionType::Snappy);
+        assert!(c.check().is_ok());
+        c.set("min.compaction.lag.ms", "50").unwrap();
+        assert!(c.check().is_err());
+        assert!(c.set("min.cleanable.dirty.ratio", "1.5").is_err());
+        assert!(c.set("delete.retention.ms", "-1").is_err());
+        assert!(c.set("remote.storage.enable", "true").is_err());
+        assert!(c.set("compression.gzip.level", "0").is_err());
+        assert!(c
+            .set("leader.replication.throttled.replicas", "0:1,1:1")
+            .is_ok());
+        assert!(c.set("leader.replication.throttled.replicas", "x").is_err());
+    }
+
+    #[test]
+    fn compact_only_keeps_data_forever() {
+        let mut c = TopicConfig::default();
+        c.set("cleanup.policy", "compact").unwrap();
+        assert!(c.log_config().retention.is_none());
+        c.set("cleanup.policy", "compact,delete").unwrap();
+        assert!(c.log_config().retention.is_some());
+    }
+
+    #[test]
+    fn overrides_follow_new_defaults() {
+        let mut c = TopicConfig::default();
+        c.set("retention.ms", "1000").unwrap();
+        let defaults = TopicConfig {
+            segment_ms: 5000,
+            ..TopicConfig::default()
+        };
+        let moved = TopicConfig::with_overrides(&defaults, &c.overrides).unwrap();
+        assert_eq!(moved.retention_ms, 1000);
+        assert_eq!(moved.segment_ms, 5000);
+    }
+
+    #[test]
+    fn old_stored_config_loads() {
+        let old = r#"{"flush":"acks","retention_ms":1000,"retention_bytes":-1,
+            "segment_bytes":1073741824,"segment_ms":604800000,
+            "max_message_bytes":1048588,"cleanup_policy":"delete"}"#;
+        let c: TopicConfig = serde_json::from_str(old).unwrap();
+        assert_eq!(c.retention_ms, 1000);
+        assert_eq!(c.cleanup_policy, CleanupPolicy::DELETE);
+        assert_eq!(c.delete_retention_ms, 86_400_000);
+        let over = c.effective_overrides(&TopicConfig::default());
+        assert_eq!(over.get("retention.ms").map(String::as_str), Some("1000"));
+        assert_eq!(over.len(), 1);
+        let round: TopicConfig = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(round, c);
     }
 }

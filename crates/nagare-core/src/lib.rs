@@ -41,6 +41,7 @@
 mod blocking;
 mod broker;
 mod config;
+mod config_kinds;
 mod data_dir_lock;
 mod error;
 pub mod groups;
@@ -58,7 +59,8 @@ mod topic_store;
 mod traffic;
 
 pub use broker::Broker;
-pub use config::{BrokerConfig, TopicConfig, TopicFlush};
+pub use config::{BrokerConfig, TopicConfig, TopicFlush, TOPIC_CONFIG_NAMES};
+pub use config_kinds::{CleanupPolicy, CompressionType, TimestampType};
 pub use data_dir_lock::{DataDirLock, LOCK_FILE};
 pub use error::CoreError;
 pub use partition::{AckLevel, Partition, RecordsRead};
