@@ -207,20 +207,38 @@ async fn internal_readers_read_committed_only() {
     let dir = tempfile::tempdir().expect("tempdir");
     let broker = open(dir.path());
     let p = partition(&broker);
-    p.append(plain(&["a"]), AckLevel::Leader).await.expect("append"); // 0
-    p.append(producer_batch(1, 0, 0, true, &["aborted1"]), AckLevel::Leader)
+    p.append(plain(&["a"]), AckLevel::Leader)
         .await
-        .expect("append"); // 1
+        .expect("append"); // 0
+    p.append(
+        producer_batch(1, 0, 0, true, &["aborted1"]),
+        AckLevel::Leader,
+    )
+    .await
+    .expect("append"); // 1
     p.append(producer_batch(2, 0, 0, true, &["kept"]), AckLevel::Leader)
         .await
         .expect("append"); // 2
-    p.append(producer_batch(1, 0, 1, true, &["aborted2"]), AckLevel::Leader)
+    p.append(
+        producer_batch(1, 0, 1, true, &["aborted2"]),
+        AckLevel::Leader,
+    )
+    .await
+    .expect("append"); // 3
+    p.append(plain(&["b"]), AckLevel::Leader)
         .await
-        .expect("append"); // 3
-    p.append(plain(&["b"]), AckLevel::Leader).await.expect("append"); // 4
-    assert_eq!(values(&p, 0), (vec!["a".to_string()], 1), "stops at the LSO");
+        .expect("append"); // 4
+    assert_eq!(
+        values(&p, 0),
+        (vec!["a".to_string()], 1),
+        "stops at the LSO"
+    );
     p.write_txn_marker(1, 0, false, 0).await.expect("abort"); // 5
-    assert_eq!(values(&p, 0), (vec!["a".to_string()], 2), "producer 2 still open");
+    assert_eq!(
+        values(&p, 0),
+        (vec!["a".to_string()], 2),
+        "producer 2 still open"
+    );
     p.write_txn_marker(2, 0, true, 0).await.expect("commit"); // 6
     let (v, next) = values(&p, 0);
     assert_eq!(v, vec!["a", "kept", "b"]);
