@@ -67,7 +67,8 @@ async fn write_marker(
     epoch: i16,
     commit: bool,
 ) -> Result<(), CoreError> {
-    // PRE-MERGE STUB until eco-txlog's `Partition::write_txn_marker` lands.
-    let _ = (partition, producer_id, epoch, commit, COORDINATOR_EPOCH);
-    Ok(())
+    partition
+        .write_txn_marker(producer_id, epoch, commit, COORDINATOR_EPOCH)
+        .await
+        .map(|_| ())
 }
