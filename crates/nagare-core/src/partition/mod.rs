@@ -5,6 +5,8 @@
 //! this type is the seam a second storage backend (cluster mode) sits behind.
 
 mod append;
+mod codec;
+mod delete_records;
 mod records;
 mod sequence;
 
@@ -46,6 +48,8 @@ pub struct Partition {
     /// Records and bytes in (counted by the append path) and out (reported by the front
     /// ends), into the broker's totals and the topic's counters.
     meter: TrafficMeter,
+    /// The topic's `compression.type`, applied on append (`codec.rs`).
+    codec: codec::TopicCodec,
 }
 
 impl Partition {
@@ -68,6 +72,7 @@ impl Partition {
             appends: append::AppendQueue::default(),
             producers: sequence::ProducerStates::default(),
             meter,
+            codec: codec::TopicCodec::default(),
         }
     }
 
