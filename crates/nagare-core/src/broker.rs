@@ -38,6 +38,8 @@ pub struct Broker {
     lock: Mutex<Option<DataDirLock>>,
     /// Records and bytes in and out since start, every front end together.
     traffic: Arc<Traffic>,
+    /// Dynamic broker configs (Kafka AlterConfigs on BROKER), see `broker_configs.rs`.
+    pub(crate) dynamic: crate::broker_configs::DynamicConfigs,
 }
 
 impl Broker {
@@ -53,6 +55,7 @@ impl Broker {
             store.save(&state)?;
         }
         let traffic = Arc::new(Traffic::default());
+        let dynamic = crate::broker_configs::DynamicConfigs::load(&config.data_dir)?;
         let mut topics = BTreeMap::new();
         for (name, stored) in &state.topics {
             let topic = open_topic(&config, name, stored, &traffic)?;
@@ -72,6 +75,7 @@ impl Broker {
             closed: AtomicBool::new(false),
             lock: Mutex::new(Some(lock)),
             traffic,
+            dynamic,
         }))
     }
 
@@ -109,7 +113,7 @@ impl Broker {
         if !self.config.auto_create_topics {
             return Err(CoreError::UnknownTopic(name.to_string()));
         }
-        match self.create_topic(name, None, self.config.topic_defaults.clone()) {
+        match self.create_topic(name, None, self.topic_defaults()) {
             Ok(t) => Ok(t),
             // Lost a race with another creator: theirs is as good as ours.
             Err(CoreError::TopicExists(_)) => self
@@ -347,6 +351,7 @@ impl Broker {
             .ok_or_else(|| CoreError::UnknownTopic(name.to_string()))?;
         for p in topic.partitions() {
             p.set_limits(config.flush, config.max_message_bytes);
+            p.set_codec(&config);
         }
         *topic.config.write() = config.clone();
         let (store, state) = &mut *admin;
@@ -467,14 +472,16 @@ fn open_partition(
 ) -> Result<Partition, CoreError> {
     let dir = partition_dir(&broker.data_dir, &topic, index);
     let log = PartitionLog::open(&dir, broker.log_config(config))?;
-    Ok(Partition::new(
+    let partition = Partition::new(
         topic,
         index,
         log,
         config.flush,
         config.max_message_bytes,
         meter,
-    ))
+    );
+    partition.set_codec(config);
+    Ok(partition)
 }
 
 fn remove_dirs(dirs: &[PathBuf]) {

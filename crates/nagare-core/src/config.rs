@@ -417,7 +417,7 @@ impl TopicConfig {
         Ok(())
     }
 
-    fn apply(&mut self, key: &str, value: &str) -> Result<(), CoreError> {
+    pub(crate) fn apply(&mut self, key: &str, value: &str) -> Result<(), CoreError> {
         let bad = |reason: String| CoreError::InvalidConfig {
             key: key.to_string(),
             reason,

@@ -40,7 +40,9 @@
 
 mod blocking;
 mod broker;
+mod broker_configs;
 mod config;
+pub mod config_catalog;
 mod config_kinds;
 mod data_dir_lock;
 mod error;
@@ -60,6 +62,7 @@ mod traffic;
 pub mod transactions;
 
 pub use broker::Broker;
+pub use broker_configs::{BrokerScope, ConfigEntry, ConfigSynonym};
 pub use config::{BrokerConfig, TopicConfig, TopicFlush, TOPIC_CONFIG_NAMES};
 pub use config_kinds::{CleanupPolicy, CompressionType, TimestampType};
 pub use data_dir_lock::{DataDirLock, LOCK_FILE};

@@ -21,6 +21,7 @@ mod error;
 mod index;
 mod open_files;
 mod partition_log;
+pub mod recompress;
 mod segment;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;

@@ -81,6 +81,10 @@ impl Partition {
         let mut items = Vec::with_capacity(count);
         let mut idempotent = false;
         for batch in batches {
+            let batch = match self.apply_topic_codec(batch) {
+                Ok(b) => b,
+                Err(e) => return refuse_all(e),
+            };
             if batch.len() > limit {
                 return refuse_all(CoreError::MessageTooLarge {
                     size: batch.len(),

@@ -5,6 +5,8 @@
 //! this type is the seam a second storage backend (cluster mode) sits behind.
 
 mod append;
+mod codec;
+mod delete_records;
 mod records;
 mod sequence;
 mod txn;
@@ -50,6 +52,8 @@ pub struct Partition {
     /// Records and bytes in (counted by the append path) and out (reported by the front
     /// ends), into the broker's totals and the topic's counters.
     meter: TrafficMeter,
+    /// The topic's `compression.type`, applied on append (`codec.rs`).
+    codec: codec::TopicCodec,
 }
 
 impl Partition {
@@ -74,6 +78,7 @@ impl Partition {
             appends: append::AppendQueue::default(),
             producers: sequence::ProducerStates::default(),
             meter,
+            codec: codec::TopicCodec::default(),
         }
     }
 

@@ -25,6 +25,10 @@ pub(crate) const HANDLER: Handler = Handler {
     call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
+/// Kafka `ConfigSource` values of the configs returned (v5+).
+const TOPIC_CONFIG: i8 = 1;
+const DEFAULT_CONFIG: i8 = 5;
+
 async fn handle(
     state: Arc<KafkaState>,
     session: Arc<Session>,
@@ -117,13 +121,17 @@ fn create_full(
     } else {
         Some(t.num_partitions as u32)
     };
-    let mut config: TopicConfig = broker.config().topic_defaults.clone();
+    // Every config given is an override of the topic over the broker's current defaults.
+    let mut config: TopicConfig = broker.topic_defaults();
     for c in &t.configs {
         if let Some(v) = &c.value {
             if let Err(e) = config.set(&c.name, v) {
                 return fail(core_error(&e).counted(), e.to_string());
             }
         }
+    }
+    if let Err(e) = config.check() {
+        return fail(core_error(&e).counted(), e.to_string());
     }
     let created: Result<(uuid::Uuid, u32), CoreError> = if validate_only {
         broker.validate_new_topic(&t.name, partitions).map(|()| {
@@ -148,10 +156,15 @@ fn create_full(
                     .entries()
                     .into_iter()
                     .map(|(k, v)| {
+                        let source = if config.overrides.contains_key(k) {
+                            TOPIC_CONFIG
+                        } else {
+                            DEFAULT_CONFIG
+                        };
                         CreatableTopicConfigs::default()
                             .with_name(str_bytes(k))
                             .with_value(Some(str_bytes(v)))
-                            .with_config_source(5)
+                            .with_config_source(source)
                     })
                     .collect(),
             )),

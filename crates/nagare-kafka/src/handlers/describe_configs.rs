@@ -1,19 +1,21 @@
-//! DescribeConfigs (32): every entry of a topic's configuration, defaults included, and a
-//! few broker-level entries.
+//! DescribeConfigs (32): every config of a topic (its overrides, then the broker
+//! defaults under it) or of this broker, with source, synonyms, type and documentation.
 
 use crate::meters::Counted;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
+use nagare_core::config_catalog::{ConfigSource, ConfigType};
 use nagare_core::security::Operation;
+use nagare_core::{BrokerScope, ConfigEntry, ConfigSynonym};
 
+use super::config_resources::{resolve, Resource};
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{self, ResponseError};
+use crate::errors;
 use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
@@ -24,20 +26,12 @@ pub(crate) const HANDLER: Handler = Handler {
     call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
-const TOPIC: i8 = 2;
-const BROKER: i8 = 4;
-/// Kafka `ConfigSource` values.
-const DYNAMIC_TOPIC_CONFIG: i8 = 1;
-const STATIC_BROKER_CONFIG: i8 = 4;
-const DEFAULT_CONFIG: i8 = 5;
-
 async fn handle(
     state: Arc<KafkaState>,
     session: Arc<Session>,
     req: ParsedRequest,
 ) -> Result<Reply, KafkaError> {
     let request: DescribeConfigsRequest = decode(&req)?;
-    let broker = &state.broker;
     let results = request
         .resources
         .iter()
@@ -45,60 +39,43 @@ async fn handle(
             let result = DescribeConfigsResult::default()
                 .with_resource_type(r.resource_type)
                 .with_resource_name(r.resource_name.clone());
-            // DescribeConfigs on the topic, or on the cluster for the broker's entries.
-            let refused = match r.resource_type {
-                TOPIC if !session.topic_allowed(Operation::DescribeConfigs, &r.resource_name) => {
-                    Some(ResponseError::TopicAuthorizationFailed)
+            let resource = match resolve(
+                &state,
+                &session,
+                Operation::DescribeConfigs,
+                r.resource_type,
+                &r.resource_name,
+            ) {
+                Ok(resource) => resource,
+                Err((error, message)) => {
+                    return result
+                        .with_error_code(error.counted())
+                        .with_error_message(Some(str_bytes(message)))
                 }
-                BROKER if !session.cluster_allowed(Operation::DescribeConfigs) => {
-                    Some(ResponseError::ClusterAuthorizationFailed)
-                }
-                _ => None,
             };
-            if let Some(error) = refused {
-                return result
-                    .with_error_code(error.counted())
-                    .with_error_message(Some(str_bytes("not authorized to describe configs")));
-            }
-            let entries: Vec<(String, String, i8)> = match r.resource_type {
-                TOPIC => match broker.topic(&r.resource_name) {
-                    Some(t) => {
-                        let defaults = broker.config().topic_defaults.entries();
-                        t.config()
-                            .entries()
-                            .into_iter()
-                            .map(|(k, v)| {
-                                let source = if defaults.get(k) == Some(&v) {
-                                    DEFAULT_CONFIG
-                                } else {
-                                    DYNAMIC_TOPIC_CONFIG
-                                };
-                                (k.to_string(), v, source)
-                            })
-                            .collect()
-                    }
-                    None => {
+            let entries = match &resource {
+                Resource::Topic(name) => match state.broker.describe_topic_configs(name) {
+                    Ok(entries) => entries,
+                    Err(e) => {
+                        let (error, message) = super::config_resources::refusal(e);
                         return result
-                            .with_error_code(ResponseError::UnknownTopicOrPartition.counted())
-                            .with_error_message(Some(str_bytes("unknown topic")))
+                            .with_error_code(error.counted())
+                            .with_error_message(Some(str_bytes(message)));
                     }
                 },
-                BROKER => broker_entries(&state),
-                _ => {
-                    return result
-                        .with_error_code(ResponseError::InvalidRequest.counted())
-                        .with_error_message(Some(str_bytes("unsupported resource type")))
-                }
+                Resource::Broker(scope) => broker_entries(&state, *scope),
             };
             let keys = r.configuration_keys.as_ref();
             let configs = entries
                 .into_iter()
-                .filter(|(k, _, _)| keys.is_none_or(|keys| keys.iter().any(|x| &**x == k)))
-                .map(|(k, v, source)| {
-                    DescribeConfigsResourceResult::default()
-                        .with_name(str_bytes(k))
-                        .with_value(Some(str_bytes(v)))
-                        .with_config_source(source)
+                .filter(|e| keys.is_none_or(|keys| keys.iter().any(|k| **k == *e.name)))
+                .map(|e| {
+                    to_wire(
+                        e,
+                        request.include_synonyms,
+                        request.include_documentation,
+                        req.version,
+                    )
                 })
                 .collect();
             result.with_error_code(errors::NONE).with_configs(configs)
@@ -110,28 +87,84 @@ async fn handle(
     )
 }
 
-fn broker_entries(state: &KafkaState) -> Vec<(String, String, i8)> {
-    let c = state.broker.config();
-    let mut m = BTreeMap::new();
-    m.insert("broker.id", c.node_id.to_string());
-    m.insert("node.id", c.node_id.to_string());
-    m.insert("num.partitions", c.default_partitions.to_string());
-    m.insert(
-        "auto.create.topics.enable",
-        c.auto_create_topics.to_string(),
-    );
-    m.insert("log.dirs", c.data_dir.display().to_string());
-    m.insert(
-        "socket.request.max.bytes",
-        state.config.max_request_bytes.to_string(),
-    );
-    m.insert("default.replication.factor", "1".to_string());
-    m.insert("min.insync.replicas", "1".to_string());
-    m.insert(
-        "message.max.bytes",
-        c.topic_defaults.max_message_bytes.to_string(),
-    );
-    m.into_iter()
-        .map(|(k, v)| (k.to_string(), v, STATIC_BROKER_CONFIG))
-        .collect()
+/// The broker's entries: the core's, plus what only the Kafka front end knows.
+fn broker_entries(state: &KafkaState, scope: BrokerScope) -> Vec<ConfigEntry> {
+    let mut entries = state.broker.describe_broker_configs(scope);
+    if scope == BrokerScope::Node {
+        let fixed = |name: &str, value: String, kind: ConfigType, doc: &'static str| ConfigEntry {
+            name: name.to_string(),
+            value: Some(value.clone()),
+            source: ConfigSource::StaticBrokerConfig,
+            read_only: true,
+            sensitive: false,
+            kind,
+            doc,
+            synonyms: vec![ConfigSynonym {
+                name: name.to_string(),
+                value: Some(value),
+                source: ConfigSource::StaticBrokerConfig,
+            }],
+        };
+        entries.push(fixed(
+            "socket.request.max.bytes",
+            state.config.max_request_bytes.to_string(),
+            ConfigType::Int,
+            "Largest request accepted (the [kafka] max_request_bytes setting).",
+        ));
+        entries.push(fixed(
+            "advertised.listeners",
+            format!(
+                "PLAINTEXT://{}:{}",
+                state.advertised_host, state.advertised_port
+            ),
+            ConfigType::String,
+            "The address clients are told to connect to.",
+        ));
+        entries.push(fixed(
+            "transaction.max.timeout.ms",
+            "900000".to_string(),
+            ConfigType::Int,
+            "Largest transaction.timeout.ms a transactional producer may ask for.",
+        ));
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    entries
+}
+
+fn to_wire(
+    e: ConfigEntry,
+    synonyms: bool,
+    documentation: bool,
+    version: i16,
+) -> DescribeConfigsResourceResult {
+    let mut out = DescribeConfigsResourceResult::default()
+        .with_name(str_bytes(e.name))
+        .with_value(if e.sensitive {
+            None
+        } else {
+            e.value.map(str_bytes)
+        })
+        .with_read_only(e.read_only)
+        .with_config_source(e.source as i8)
+        .with_is_sensitive(e.sensitive);
+    if synonyms {
+        out = out.with_synonyms(
+            e.synonyms
+                .into_iter()
+                .map(|s| {
+                    DescribeConfigsSynonym::default()
+                        .with_name(str_bytes(s.name))
+                        .with_value(s.value.map(str_bytes))
+                        .with_source(s.source as i8)
+                })
+                .collect(),
+        );
+    }
+    if version >= 3 {
+        out = out.with_config_type(e.kind as i8);
+        if documentation {
+            out = out.with_documentation(Some(str_bytes(e.doc)));
+        }
+    }
+    out
 }

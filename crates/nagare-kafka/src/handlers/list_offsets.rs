@@ -1,4 +1,6 @@
-//! ListOffsets (2): -1 latest, -2 earliest, -3 the record with the largest timestamp,
+//! ListOffsets (2): -1 latest (the last stable offset under `isolation_level=1`), -2
+//! earliest, -3 the record with the largest timestamp (v7+), -4 earliest local (v8+,
+//! the log start: everything is local), -5 latest tiered (v9+, -1: nothing is tiered),
 //! otherwise the first offset at or after a timestamp (through the time index).
 
 use crate::meters::Counted;
@@ -19,8 +21,8 @@ use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::ListOffsets,
-    advertised: (1, 9),
-    accepted: (1, 9),
+    advertised: (1, 10),
+    accepted: (1, 10),
     call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
@@ -28,6 +30,9 @@ const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
+const LATEST_TIERED: i64 = -5;
+/// `isolation_level` READ_COMMITTED.
+const READ_COMMITTED: i8 = 1;
 
 async fn handle(
     state: Arc<KafkaState>,
@@ -35,6 +40,7 @@ async fn handle(
     req: ParsedRequest,
 ) -> Result<Reply, KafkaError> {
     let request: ListOffsetsRequest = decode(&req)?;
+    let committed = request.isolation_level == READ_COMMITTED;
     let topics = request
         .topics
         .into_iter()
@@ -55,7 +61,7 @@ async fn handle(
                     }
                     match state.broker.partition(&t.name, p.partition_index) {
                         Ok(partition) => {
-                            let (offset, timestamp) = lookup(&partition, p.timestamp);
+                            let (offset, timestamp) = lookup(&partition, p.timestamp, committed);
                             answer
                                 .with_error_code(errors::NONE)
                                 .with_offset(offset)
@@ -81,9 +87,11 @@ async fn handle(
 }
 
 /// (offset, timestamp) for one query; (-1, -1) when nothing matches.
-fn lookup(p: &Partition, timestamp: i64) -> (i64, i64) {
+fn lookup(p: &Partition, timestamp: i64, committed: bool) -> (i64, i64) {
     match timestamp {
-        LATEST => (p.log_end_offset(), -1),
+        LATEST if committed => (stable_offset(p), -1),
+        LATEST => (p.high_watermark(), -1),
+        LATEST_TIERED => (-1, -1),
         EARLIEST | EARLIEST_LOCAL => (p.log_start_offset(), -1),
         MAX_TIMESTAMP => match p.max_timestamp() {
             Some((ts, offset)) => (offset, ts),
@@ -95,4 +103,9 @@ fn lookup(p: &Partition, timestamp: i64) -> (i64, i64) {
         },
         _ => (-1, -1),
     }
+}
+
+/// The offset a read_committed consumer may read up to.
+fn stable_offset(p: &Partition) -> i64 {
+    p.high_watermark()
 }

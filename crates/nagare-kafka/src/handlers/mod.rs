@@ -16,25 +16,31 @@ use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) mod add_offsets_to_txn;
 pub(crate) mod add_partitions_to_txn;
+pub(crate) mod alter_configs;
 pub(crate) mod alter_user_scram_credentials;
 pub(crate) mod api_versions;
+pub(crate) mod config_resources;
 pub(crate) mod create_acls;
 pub(crate) mod create_partitions;
 pub(crate) mod create_topics;
 pub(crate) mod delete_acls;
 pub(crate) mod delete_groups;
+pub(crate) mod delete_records;
 pub(crate) mod delete_topics;
 pub(crate) mod describe_acls;
 pub(crate) mod describe_cluster;
 pub(crate) mod describe_configs;
 pub(crate) mod describe_groups;
-pub(crate) mod describe_transactions;
+pub(crate) mod describe_log_dirs;
 pub(crate) mod describe_producers;
+pub(crate) mod describe_topic_partitions;
+pub(crate) mod describe_transactions;
 pub(crate) mod describe_user_scram_credentials;
 pub(crate) mod end_txn;
 pub(crate) mod fetch;
 pub(crate) mod find_coordinator;
 pub(crate) mod heartbeat;
+pub(crate) mod incremental_alter_configs;
 pub(crate) mod init_producer_id;
 pub(crate) mod join_group;
 pub(crate) mod leave_group;
@@ -88,6 +94,11 @@ pub(crate) static REGISTRY: &[Handler] = &[
     init_producer_id::HANDLER,
     offset_for_leader_epoch::HANDLER,
     describe_configs::HANDLER,
+    alter_configs::HANDLER,
+    incremental_alter_configs::HANDLER,
+    delete_records::HANDLER,
+    describe_log_dirs::HANDLER,
+    describe_topic_partitions::HANDLER,
     create_partitions::HANDLER,
     describe_cluster::HANDLER,
     find_coordinator::HANDLER,
