@@ -347,6 +347,7 @@ impl Broker {
             .ok_or_else(|| CoreError::UnknownTopic(name.to_string()))?;
         for p in topic.partitions() {
             p.set_limits(config.flush, config.max_message_bytes);
+            p.set_compacted(config.cleanup_policy.compact());
         }
         *topic.config.write() = config.clone();
         let (store, state) = &mut *admin;
@@ -467,14 +468,16 @@ fn open_partition(
 ) -> Result<Partition, CoreError> {
     let dir = partition_dir(&broker.data_dir, &topic, index);
     let log = PartitionLog::open(&dir, broker.log_config(config))?;
-    Ok(Partition::new(
+    let p = Partition::new(
         topic,
         index,
         log,
         config.flush,
         config.max_message_bytes,
         meter,
-    ))
+    );
+    p.set_compacted(config.cleanup_policy.compact());
+    Ok(p)
 }
 
 fn remove_dirs(dirs: &[PathBuf]) {

@@ -40,6 +40,7 @@
 
 mod blocking;
 mod broker;
+mod cleaner;
 mod config;
 mod config_kinds;
 mod data_dir_lock;
@@ -59,6 +60,7 @@ mod topic_store;
 mod traffic;
 
 pub use broker::Broker;
+pub use cleaner::CleanerSettings;
 pub use config::{BrokerConfig, TopicConfig, TopicFlush, TOPIC_CONFIG_NAMES};
 pub use config_kinds::{CleanupPolicy, CompressionType, TimestampType};
 pub use data_dir_lock::{DataDirLock, LOCK_FILE};

@@ -46,6 +46,8 @@ pub struct Partition {
     /// Records and bytes in (counted by the append path) and out (reported by the front
     /// ends), into the broker's totals and the topic's counters.
     meter: TrafficMeter,
+    /// The topic is compacted: records need a key (`crate::cleaner::refuse_keyless`).
+    compacted: std::sync::atomic::AtomicBool,
 }
 
 impl Partition {
@@ -68,6 +70,7 @@ impl Partition {
             appends: append::AppendQueue::default(),
             producers: sequence::ProducerStates::default(),
             meter,
+            compacted: Default::default(),
         }
     }
 
@@ -91,6 +94,16 @@ impl Partition {
     /// The largest record batch this partition accepts (the topic's `max.message.bytes`).
     pub fn max_message_bytes(&self) -> u32 {
         *self.max_message_bytes.read()
+    }
+
+    /// Whether the topic's `cleanup.policy` includes `compact`.
+    pub fn is_compacted(&self) -> bool {
+        self.compacted.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_compacted(&self, compacted: bool) {
+        self.compacted
+            .store(compacted, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub(crate) fn set_limits(&self, flush: TopicFlush, max_message_bytes: u32) {
