@@ -127,3 +127,12 @@ pub struct CleanStats {
     /// Time the rate limit made the pass sleep.
     pub throttled: Duration,
 }
+
+/// Whether every record of a (whole, stored or produced) batch has a key: a compacted
+/// topic refuses records without one.
+pub fn all_records_keyed(batch: &[u8]) -> Result<bool, crate::BatchError> {
+    let header = crate::batch::parse_header(batch)?;
+    let mut keyed = true;
+    filter::for_each_record(batch, &header, |r| keyed &= r.key.is_some())?;
+    Ok(keyed)
+}
