@@ -180,3 +180,46 @@ async fn clients_cannot_produce_markers() {
     let code = r.responses[0].partition_responses[0].error_code;
     assert_eq!(code, kafka_protocol::ResponseError::InvalidRecord.code());
 }
+
+#[tokio::test]
+async fn a_read_committed_long_poll_wakes_when_the_lso_moves() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = state(dir.path());
+    let p = state
+        .broker
+        .topic_or_create("t")
+        .expect("topic")
+        .partition(0)
+        .expect("p");
+    p.append(batch(Some(3), "t"), AckLevel::Leader)
+        .await
+        .expect("append");
+    let marker = {
+        let p = p.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            p.write_txn_marker(3, 0, true, 0).await.expect("commit");
+        })
+    };
+    let req = FetchRequest::default()
+        .with_max_wait_ms(10_000)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_isolation_level(1)
+        .with_topics(vec![fetch_request::FetchTopic::default()
+            .with_topic(TopicName(str_bytes("t")))
+            .with_partitions(vec![fetch_request::FetchPartition::default()
+                .with_partition(0)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(1 << 20)])]);
+    let started = std::time::Instant::now();
+    let r: FetchResponse = call(&state, ApiKey::Fetch, 11, &req).await;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "woken by the marker"
+    );
+    let part = &r.responses[0].partitions[0];
+    assert_eq!(part.last_stable_offset, 2);
+    assert_eq!(batch_count(&part.records), 2);
+    marker.await.expect("marker task");
+}
