@@ -150,10 +150,16 @@ def test_timed_out_transaction_is_aborted(nagare):
     assert read_all(nagare.kafka, "tx-timeout", expect=1) == ["ok-1"]
 
 
-def committed_offset(bootstrap, group, topic):
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    got = c.committed([TopicPartition(topic, 0)], timeout=10)
-    c.close()
+def committed_offset(bootstrap, group, topic, isolation="read_committed", timeout=10):
+    """The group's committed offset. A read_committed consumer asks for stable offsets
+    (KIP-447): while a transaction holds an offset for the partition the broker answers
+    UNSTABLE_OFFSET_COMMIT and librdkafka retries until `timeout`."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "isolation.level": isolation})
+    try:
+        got = c.committed([TopicPartition(topic, 0)], timeout=timeout)
+    finally:
+        c.close()
     return got[0].offset
 
 
@@ -191,8 +197,10 @@ def test_send_offsets_to_transaction_commits_offsets_on_commit_only(nagare):
         producer.flush(10)
 
     one_round(10)
-    # Not committed before the transaction is.
-    assert committed_offset(nagare.kafka, "ctp-group", "ctp-in") < 0
+    # Not committed before the transaction is; unstable for read_committed readers.
+    assert committed_offset(nagare.kafka, "ctp-group", "ctp-in", "read_uncommitted") < 0
+    with pytest.raises(KafkaException):
+        committed_offset(nagare.kafka, "ctp-group", "ctp-in", timeout=2)
     producer.commit_transaction(20)
     assert committed_offset(nagare.kafka, "ctp-group", "ctp-in") == 10
 
