@@ -8,10 +8,14 @@ TxnOffsetCommit, EndTxn), the markers it writes and what a read_committed consum
 - consume-transform-produce: offsets sent to the transaction are committed to the group
   only when the transaction commits;
 - a broker killed (SIGKILL) mid-transaction comes back with the open transaction aborted
-  once it times out, and committed ones intact.
+  once it times out, and committed ones intact;
+- the Java client (kafka-clients 4.3.1, built by setup.sh): consume-transform-produce,
+  fencing, Admin describeTransactions/listTransactions.
 """
 
+import pathlib
 import signal
+import subprocess
 import time
 import uuid
 
@@ -238,3 +242,20 @@ def test_transactions_survive_a_broker_crash(nagare):
     # The hung producer was fenced by the abort.
     with pytest.raises(KafkaException):
         hung.commit_transaction(10)
+
+
+JAVA_DIR = pathlib.Path(__file__).resolve().parent / "java" / "target"
+
+
+def test_java_client_transactions(nagare):
+    assert (JAVA_DIR / "classes" / "nagare" / "TxnClientTest.class").is_file(), \
+        "run tests/clients/kafka/setup.sh first"
+    r = subprocess.run(
+        ["java", "-cp", f"{JAVA_DIR / 'classes'}:{JAVA_DIR / 'lib'}/*",
+         "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "nagare.TxnClientTest", nagare.kafka, "jtx"],
+        capture_output=True, timeout=120, text=True,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    for line in ["OK committed round 0", "OK aborted round 1", "OK group offset 10",
+                 "OK describe CompleteAbort", "OK zombie fenced", "OK read_committed 11"]:
+        assert line in r.stdout, r.stdout
