@@ -8,10 +8,14 @@ TxnOffsetCommit, EndTxn), the markers it writes and what a read_committed consum
 - consume-transform-produce: offsets sent to the transaction are committed to the group
   only when the transaction commits;
 - a broker killed (SIGKILL) mid-transaction comes back with the open transaction aborted
-  once it times out, and committed ones intact.
+  once it times out, and committed ones intact;
+- the Java client (kafka-clients 4.3.1, built by setup.sh): consume-transform-produce,
+  fencing, Admin describeTransactions/listTransactions.
 """
 
+import pathlib
 import signal
+import subprocess
 import time
 import uuid
 
@@ -150,10 +154,16 @@ def test_timed_out_transaction_is_aborted(nagare):
     assert read_all(nagare.kafka, "tx-timeout", expect=1) == ["ok-1"]
 
 
-def committed_offset(bootstrap, group, topic):
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    got = c.committed([TopicPartition(topic, 0)], timeout=10)
-    c.close()
+def committed_offset(bootstrap, group, topic, isolation="read_committed", timeout=10):
+    """The group's committed offset. A read_committed consumer asks for stable offsets
+    (KIP-447): while a transaction holds an offset for the partition the broker answers
+    UNSTABLE_OFFSET_COMMIT and librdkafka retries until `timeout`."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "isolation.level": isolation})
+    try:
+        got = c.committed([TopicPartition(topic, 0)], timeout=timeout)
+    finally:
+        c.close()
     return got[0].offset
 
 
@@ -191,8 +201,10 @@ def test_send_offsets_to_transaction_commits_offsets_on_commit_only(nagare):
         producer.flush(10)
 
     one_round(10)
-    # Not committed before the transaction is.
-    assert committed_offset(nagare.kafka, "ctp-group", "ctp-in") < 0
+    # Not committed before the transaction is; unstable for read_committed readers.
+    assert committed_offset(nagare.kafka, "ctp-group", "ctp-in", "read_uncommitted") < 0
+    with pytest.raises(KafkaException):
+        committed_offset(nagare.kafka, "ctp-group", "ctp-in", timeout=2)
     producer.commit_transaction(20)
     assert committed_offset(nagare.kafka, "ctp-group", "ctp-in") == 10
 
@@ -230,3 +242,20 @@ def test_transactions_survive_a_broker_crash(nagare):
     # The hung producer was fenced by the abort.
     with pytest.raises(KafkaException):
         hung.commit_transaction(10)
+
+
+JAVA_DIR = pathlib.Path(__file__).resolve().parent / "java" / "target"
+
+
+def test_java_client_transactions(nagare):
+    assert (JAVA_DIR / "classes" / "nagare" / "TxnClientTest.class").is_file(), \
+        "run tests/clients/kafka/setup.sh first"
+    r = subprocess.run(
+        ["java", "-cp", f"{JAVA_DIR / 'classes'}:{JAVA_DIR / 'lib'}/*",
+         "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "nagare.TxnClientTest", nagare.kafka, "jtx"],
+        capture_output=True, timeout=120, text=True,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    for line in ["OK committed round 0", "OK aborted round 1", "OK group offset 10",
+                 "OK describe CompleteAbort", "OK zombie fenced", "OK read_committed 11"]:
+        assert line in r.stdout, r.stdout

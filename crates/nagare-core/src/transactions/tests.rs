@@ -428,3 +428,77 @@ async fn coordinator_commits_offsets_and_recovers_decisions() {
     let (p2, e2) = tc.init_producer_id("tx", 60_000, None).await.unwrap();
     assert_eq!((p2, e2), (p, e + 2));
 }
+
+/// A transaction found decided (PrepareCommit) after a crash is completed by the next
+/// start: its marker is written and its offsets reach the group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_transactions_are_completed_on_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = crate::BrokerConfig {
+        data_dir: dir.path().to_path_buf(),
+        ..Default::default()
+    };
+    let broker = crate::Broker::open(config.clone()).unwrap();
+    broker
+        .create_topic("t", Some(1), crate::TopicConfig::default())
+        .unwrap();
+    // What a crash between the decision and the markers leaves behind.
+    {
+        let (log, _, writer) =
+            crate::internal_log::InternalLog::<TxnOp>::open(&broker, TRANSACTIONS_LOG).unwrap();
+        let task = tokio::spawn(writer.run());
+        let meta = TxnMetadata {
+            producer_id: 5,
+            last_producer_id: -1,
+            producer_epoch: 3,
+            last_producer_epoch: -1,
+            timeout_ms: 60_000,
+            state: TxnState::PrepareCommit,
+            partitions: [tp("t", 0)].into_iter().collect(),
+            groups: ["g".to_string()].into_iter().collect(),
+            offsets: vec![PendingOffset {
+                group: "g".into(),
+                topic: "t".into(),
+                partition: 0,
+                offset: 7,
+                leader_epoch: -1,
+                metadata: None,
+            }],
+            start_ms: 1,
+            last_update_ms: 2,
+        };
+        log.push(
+            [TxnOp::Put {
+                id: "tx".into(),
+                meta,
+            }],
+            true,
+        )
+        .stored()
+        .await
+        .unwrap();
+        drop(log);
+        task.await.unwrap();
+    }
+    let end_before = broker.partition("t", 0).unwrap().log_end_offset();
+    let (core, tasks) =
+        crate::Subsystems::open(&broker, Default::default(), Default::default()).unwrap();
+    assert_eq!(
+        core.transactions.get("tx").unwrap().state,
+        TxnState::PrepareCommit
+    );
+    tasks.spawn();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while core.transactions.get("tx").unwrap().state != TxnState::CompleteCommit {
+        assert!(std::time::Instant::now() < deadline, "not completed");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let partition = broker.partition("t", 0).unwrap();
+    assert_eq!(
+        partition.log_end_offset(),
+        end_before + 1,
+        "one commit marker"
+    );
+    let fetched = core.groups.fetch_offsets("g", None);
+    assert_eq!(fetched[0].1.as_ref().map(|o| o.offset), Some(7));
+}

@@ -1,5 +1,7 @@
 //! OffsetFetch (9): committed offsets (-1 where none) with their metadata; one group up
-//! to v7, several groups per request from v8.
+//! to v7, several groups per request from v8. With `require_stable` (v7+, what
+//! read_committed consumers send, KIP-447) a partition for which an open transaction
+//! holds an offset is answered UNSTABLE_OFFSET_COMMIT, which the client retries.
 
 use crate::meters::Counted;
 use std::sync::Arc;
@@ -98,11 +100,26 @@ async fn handle(
             let topics = fetch(&state, &session, &g.group_id.0, asked)
                 .into_iter()
                 .map(|(t, error, ps)| {
+                    let unstable = |p| {
+                        request.require_stable
+                            && error == errors::NONE
+                            && state.transactions.has_pending_offset(&g.group_id.0, &t, p)
+                    };
+                    let ps: Vec<_> = ps
+                        .into_iter()
+                        .map(|(p, o)| {
+                            if unstable(p) {
+                                (p, None, unstable_code())
+                            } else {
+                                (p, o, error)
+                            }
+                        })
+                        .collect();
                     OffsetFetchResponseTopics::default()
                         .with_name(TopicName(str_bytes(t)))
                         .with_partitions(
                             ps.into_iter()
-                                .map(|(p, o)| {
+                                .map(|(p, o, error)| {
                                     let (offset, epoch, meta) = parts(o);
                                     OffsetFetchResponsePartitions::default()
                                         .with_partition_index(p)
@@ -130,14 +147,31 @@ async fn handle(
         if !session.group_allowed(Operation::Describe, &request.group_id) {
             return encode(&group_refused(&request, v), v);
         }
-        response.topics = fetch(&state, &session, &request.group_id.0, asked)
+        let group = &request.group_id.0;
+        response.topics = fetch(&state, &session, group, asked)
             .into_iter()
             .map(|(t, error, ps)| {
+                let unstable = |p| {
+                    v >= 7
+                        && request.require_stable
+                        && error == errors::NONE
+                        && state.transactions.has_pending_offset(group, &t, p)
+                };
+                let ps: Vec<_> = ps
+                    .into_iter()
+                    .map(|(p, o)| {
+                        if unstable(p) {
+                            (p, None, unstable_code())
+                        } else {
+                            (p, o, error)
+                        }
+                    })
+                    .collect();
                 OffsetFetchResponseTopic::default()
                     .with_name(TopicName(str_bytes(t)))
                     .with_partitions(
                         ps.into_iter()
-                            .map(|(p, o)| {
+                            .map(|(p, o, error)| {
                                 let (offset, epoch, meta) = parts(o);
                                 OffsetFetchResponsePartition::default()
                                     .with_partition_index(p)
@@ -185,6 +219,11 @@ fn group_refused(request: &OffsetFetchRequest, version: i16) -> OffsetFetchRespo
         })
         .collect();
     response
+}
+
+/// A partition whose offset an open transaction may still change (KIP-447).
+fn unstable_code() -> i16 {
+    ResponseError::UnstableOffsetCommit.counted()
 }
 
 /// Offset, leader epoch and metadata to report: -1 and "" for nothing committed.
