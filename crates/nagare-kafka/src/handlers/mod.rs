@@ -30,6 +30,7 @@ pub(crate) mod describe_cluster;
 pub(crate) mod describe_configs;
 pub(crate) mod describe_groups;
 pub(crate) mod describe_log_dirs;
+pub(crate) mod describe_producers;
 pub(crate) mod describe_topic_partitions;
 pub(crate) mod describe_user_scram_credentials;
 pub(crate) mod fetch;
@@ -112,6 +113,7 @@ pub(crate) static REGISTRY: &[Handler] = &[
     describe_acls::HANDLER,
     create_acls::HANDLER,
     delete_acls::HANDLER,
+    describe_producers::HANDLER,
 ];
 
 /// One slot per API key number: the handler of every implemented key, found with one
@@ -198,6 +200,8 @@ mod acl_tests;
 mod group_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod txn_tests;
 
 #[cfg(test)]
 mod route_tests {
