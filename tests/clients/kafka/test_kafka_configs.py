@@ -7,6 +7,7 @@ import glob
 import pathlib
 import socket
 import struct
+import subprocess
 import time
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -316,3 +317,18 @@ def test_topic_compression_type_recompresses_every_front_end(nagare):
     codecs = [c for seg in sorted(glob.glob(str(nagare.data_dir / "gz-0" / "*.log"))) for c in batch_codecs(seg)]
     assert codecs[-1] == 4
     assert consume(nagare, "gz", 22)[-1][1] == b"late"
+
+
+def test_java_admin_client(nagare):
+    """describeTopics (DescribeTopicPartitions, paged), listOffsets maxTimestamp /
+    earliestLocal / latestTiered, deleteRecords, describeLogDirs and the cluster-wide
+    broker resource "" through kafka-clients 4.3.1's Admin."""
+    java_dir = pathlib.Path(__file__).resolve().parent / "java" / "target"
+    classpath = f"{java_dir / 'classes'}:{java_dir / 'lib'}/*"
+    assert (java_dir / "classes" / "nagare" / "AdminConfigsTest.class").is_file(), \
+        "run tests/clients/kafka/setup.sh first"
+    r = subprocess.run(
+        ["java", "-cp", classpath, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+         "nagare.AdminConfigsTest", nagare.kafka],
+        capture_output=True, timeout=120, text=True)
+    assert r.returncode == 0 and "OK admin" in r.stdout, r.stdout + r.stderr
