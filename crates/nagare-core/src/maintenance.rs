@@ -60,7 +60,7 @@ impl Broker {
                 if let Err(e) = log.maybe_roll() {
                     tracing::error!(topic = p.topic(), partition = p.index(), error = %e, "segment roll failed");
                 }
-                match log.apply_retention(now_ms) {
+                match p.apply_retention(now_ms) {
                     Ok(0) => {}
                     Ok(n) => {
                         tracing::info!(

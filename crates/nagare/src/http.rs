@@ -272,10 +272,11 @@ async fn create_topic_now(
     s: AppState,
     req: CreateTopic,
 ) -> Result<(StatusCode, Json<TopicInfo>), ApiError> {
-    let mut config = s.broker.config().topic_defaults.clone();
+    let mut config = s.broker.topic_defaults();
     for (k, v) in &req.config {
         config.set(k, v).map_err(ApiError)?;
     }
+    config.check().map_err(ApiError)?;
     let broker = s.broker.clone();
     let topic =
         tokio::task::spawn_blocking(move || broker.create_topic(&req.name, req.partitions, config))

@@ -24,6 +24,8 @@ if [ ! -f target/classes/nagare/KafkaClientTest.class ] || [ ! -d target/lib ] \
    || [ src/main/java/nagare/ProducerStateTest.java -nt target/classes/nagare/ProducerStateTest.class ] \
    || [ ! -f target/classes/nagare/TxnClientTest.class ] \
    || [ src/main/java/nagare/TxnClientTest.java -nt target/classes/nagare/TxnClientTest.class ] \
+   || [ ! -f target/classes/nagare/AdminConfigsTest.class ] \
+   || [ src/main/java/nagare/AdminConfigsTest.java -nt target/classes/nagare/AdminConfigsTest.class ] \
    || [ pom.xml -nt target/classes/nagare/KafkaClientTest.class ]; then
   mvn -q -B package -DskipTests
 fi

@@ -1,6 +1,7 @@
-//! A topic's `compression.type` applied on append: a batch in another codec is
-//! re-encoded before it reaches the log (Kafka does the same), whichever front end sent
-//! it. `producer` (the default) keeps batches as they come and costs nothing.
+//! The topic settings a partition applies live, changed by AlterConfigs without reopening
+//! the log: `compression.type` on append (a batch in another codec is re-encoded before
+//! it reaches the log, as Kafka does, whichever front end sent it; `producer`, the
+//! default, keeps batches as they come and costs nothing), and the retention limits.
 
 use bytes::BytesMut;
 use nagare_log::batch::Compression;
@@ -10,9 +11,19 @@ use parking_lot::RwLock;
 use super::Partition;
 use crate::{CompressionType, CoreError, TopicConfig};
 
-/// The codec a partition stores batches with; `None` keeps the producer's.
+/// The codec a partition stores batches with (`None` keeps the producer's), and its
+/// retention limits (`None` until set: the log's own, from when it was opened).
 #[derive(Default)]
-pub(super) struct TopicCodec(RwLock<Option<TargetCodec>>);
+pub(super) struct TopicCodec {
+    codec: RwLock<Option<TargetCodec>>,
+    retention: RwLock<Option<RetentionLimits>>,
+}
+
+#[derive(Clone, Copy)]
+struct RetentionLimits {
+    age: Option<std::time::Duration>,
+    bytes: Option<u64>,
+}
 
 /// The log's codec and level for a topic's settings.
 fn target(config: &TopicConfig) -> Option<TargetCodec> {
@@ -28,14 +39,29 @@ fn target(config: &TopicConfig) -> Option<TargetCodec> {
 }
 
 impl Partition {
-    /// Takes the topic's `compression.type` (at open and on every config change).
+    /// Takes the topic's `compression.type` and retention limits (at open and on every
+    /// config change).
     pub(crate) fn set_codec(&self, config: &TopicConfig) {
-        *self.codec.0.write() = target(config);
+        *self.codec.codec.write() = target(config);
+        let log = config.log_config();
+        *self.codec.retention.write() = Some(RetentionLimits {
+            age: log.retention,
+            bytes: log.retention_bytes,
+        });
+    }
+
+    /// Deletes whole old segments past the topic's current retention limits; returns
+    /// how many. Blocking (deletes files): maintenance runs it on the blocking pool.
+    pub(crate) fn apply_retention(&self, now_ms: i64) -> Result<usize, nagare_log::LogError> {
+        match *self.codec.retention.read() {
+            Some(r) => self.log.apply_retention_limits(now_ms, r.age, r.bytes),
+            None => self.log.apply_retention(now_ms),
+        }
     }
 
     /// The batch as it is to be stored: re-encoded when the topic names another codec.
     pub(super) fn apply_topic_codec(&self, batch: BytesMut) -> Result<BytesMut, CoreError> {
-        let Some(target) = *self.codec.0.read() else {
+        let Some(target) = *self.codec.codec.read() else {
             return Ok(batch);
         };
         match recompress(&batch, target) {
@@ -43,5 +69,55 @@ impl Partition {
             Ok(None) => Ok(batch),
             Err(e) => Err(CoreError::Log(e.into())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{AckLevel, Broker, BrokerConfig, TopicConfig};
+    use nagare_log::batch::NewRecord;
+
+    #[tokio::test]
+    async fn retention_and_codec_follow_config_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = Broker::open(BrokerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..BrokerConfig::default()
+        })
+        .unwrap();
+        let mut config = TopicConfig::default();
+        config.set("segment.bytes", "1024").unwrap();
+        let t = broker.create_topic("t", Some(1), config.clone()).unwrap();
+        let p = t.partition(0).unwrap();
+        for i in 0..40 {
+            let r = NewRecord {
+                key: None,
+                value: Some(vec![b'x'; 100].into()),
+                headers: vec![],
+                timestamp: 1_000 + i,
+            };
+            p.append_records(&[r], AckLevel::Leader).await.unwrap();
+        }
+        assert!(p.segment_count() > 2);
+        // A week of retention keeps records stamped long ago only while it applies...
+        assert_eq!(p.apply_retention(1_000).unwrap(), 0);
+        config.set("retention.ms", "10").unwrap();
+        config.set("compression.type", "zstd").unwrap();
+        broker.update_topic_config("t", config).unwrap();
+        // ...and the new limit applies without reopening the log.
+        assert!(p.apply_retention(nagare_log::now_ms()).unwrap() > 0);
+        let r = NewRecord {
+            key: None,
+            value: Some(vec![b'y'; 100].into()),
+            headers: vec![],
+            timestamp: 5,
+        };
+        let info = p.append_records(&[r], AckLevel::Leader).await.unwrap();
+        let batches = p.log().read_batches(info.base_offset, 1 << 20).unwrap();
+        let header = nagare_log::batch::parse_header(&batches[0]).unwrap();
+        assert_eq!(
+            header.compression().unwrap(),
+            nagare_log::batch::Compression::Zstd
+        );
     }
 }

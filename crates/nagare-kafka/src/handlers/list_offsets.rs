@@ -107,5 +107,5 @@ fn lookup(p: &Partition, timestamp: i64, committed: bool) -> (i64, i64) {
 
 /// The offset a read_committed consumer may read up to.
 fn stable_offset(p: &Partition) -> i64 {
-    p.high_watermark()
+    p.last_stable_offset()
 }

@@ -43,18 +43,29 @@ impl PartitionLog {
 
     /// Deletes whole old segments past the size and time limits; returns how many.
     pub fn apply_retention(&self, now_ms: i64) -> Result<usize, LogError> {
+        self.apply_retention_limits(now_ms, self.config.retention, self.config.retention_bytes)
+    }
+
+    /// [`apply_retention`](Self::apply_retention) with limits other than the ones the
+    /// log was opened with (a topic's settings changed since).
+    pub fn apply_retention_limits(
+        &self,
+        now_ms: i64,
+        retention: Option<std::time::Duration>,
+        retention_bytes: Option<u64>,
+    ) -> Result<usize, LogError> {
         let _w = self.writer.lock();
         let segs = self.segments.read().clone();
         let candidates = &segs[..segs.len().saturating_sub(1)];
         let mut count = 0;
-        if let Some(retention) = self.config.retention {
+        if let Some(retention) = retention {
             let cutoff = now_ms.saturating_sub(retention.as_millis() as i64);
             count = candidates
                 .iter()
                 .take_while(|s| segment_time(s) < cutoff)
                 .count();
         }
-        if let Some(limit) = self.config.retention_bytes {
+        if let Some(limit) = retention_bytes {
             let total: u64 = segs[count..].iter().map(|s| s.size()).sum();
             let mut excess = total.saturating_sub(limit);
             for s in &candidates[count..] {
