@@ -68,6 +68,17 @@ impl PartitionLog {
         }
     }
 
+    /// Rolls the active segment (when it holds anything), so everything written so far
+    /// becomes cleanable. Returns whether it rolled.
+    pub fn roll_for_cleaning(&self) -> Result<bool, LogError> {
+        let mut w = self.writer.lock();
+        if w.closed || w.active.size() == 0 {
+            return Ok(false);
+        }
+        self.roll(&mut w)?;
+        Ok(true)
+    }
+
     /// The first offset not yet compacted.
     pub fn first_dirty_offset(&self) -> i64 {
         self.read_checkpoint().dirty.max(self.log_start_offset())
