@@ -25,10 +25,5 @@ def test_describe_producers_lists_an_idempotent_producer(nagare):
 def test_describe_producers_after_restart(nagare):
     java("describe-producers", nagare.kafka, "dp-r", "10")
     nagare.restart()
-    # The producer's state comes back from the log; a new producer is a second one.
-    r = subprocess.run(
-        ["java", "-cp", CLASSPATH, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "nagare.ProducerStateTest",
-         "describe-producers", nagare.kafka, "dp-r", "10"],
-        capture_output=True, timeout=60, text=True,
-    )
-    assert r.returncode != 0 and "expected one producer" in r.stderr, r.stdout + r.stderr
+    # The producer's state comes back from the log's tail.
+    assert "last sequence 9" in java("describe-only", nagare.kafka, "dp-r", "10")

@@ -15,7 +15,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * DescribeProducers through the Java Admin client: an idempotent producer (the Java
  * default) writes COUNT records to partition 0, then Admin.describeProducers must list it
  * with the sequence of its last record and no open transaction.
- * Usage: describe-producers BOOTSTRAP TOPIC COUNT. Prints "OK ..." and exits 0.
+ * Usage: describe-producers BOOTSTRAP TOPIC COUNT, or describe-only BOOTSTRAP TOPIC COUNT
+ * (no producing: the producer that wrote COUNT records before must still be listed, e.g.
+ * after a broker restart). Prints "OK ..." and exits 0.
  */
 public final class ProducerStateTest {
     public static void main(String[] args) throws Exception {
@@ -26,11 +28,13 @@ public final class ProducerStateTest {
         p.put("bootstrap.servers", bootstrap);
         p.put("key.serializer", StringSerializer.class.getName());
         p.put("value.serializer", StringSerializer.class.getName());
-        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
-            for (int i = 0; i < count; i++) {
-                producer.send(new ProducerRecord<>(topic, 0, "k" + i, "v" + i));
+        if (args[0].equals("describe-producers")) {
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+                for (int i = 0; i < count; i++) {
+                    producer.send(new ProducerRecord<>(topic, 0, "k" + i, "v" + i));
+                }
+                producer.flush();
             }
-            producer.flush();
         }
         TopicPartition tp = new TopicPartition(topic, 0);
         Properties a = new Properties();
