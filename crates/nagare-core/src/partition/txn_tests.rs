@@ -191,3 +191,64 @@ async fn a_marker_without_an_open_transaction_is_still_written() {
         }]
     );
 }
+
+fn values(p: &Partition, from: i64) -> (Vec<String>, i64) {
+    let read = p.records_from(from, 1 << 20).expect("read");
+    let v = read
+        .records
+        .iter()
+        .map(|r| String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned())
+        .collect();
+    (v, read.next_offset)
+}
+
+#[tokio::test]
+async fn internal_readers_read_committed_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = open(dir.path());
+    let p = partition(&broker);
+    p.append(plain(&["a"]), AckLevel::Leader)
+        .await
+        .expect("append"); // 0
+    p.append(
+        producer_batch(1, 0, 0, true, &["aborted1"]),
+        AckLevel::Leader,
+    )
+    .await
+    .expect("append"); // 1
+    p.append(producer_batch(2, 0, 0, true, &["kept"]), AckLevel::Leader)
+        .await
+        .expect("append"); // 2
+    p.append(
+        producer_batch(1, 0, 1, true, &["aborted2"]),
+        AckLevel::Leader,
+    )
+    .await
+    .expect("append"); // 3
+    p.append(plain(&["b"]), AckLevel::Leader)
+        .await
+        .expect("append"); // 4
+    assert_eq!(
+        values(&p, 0),
+        (vec!["a".to_string()], 1),
+        "stops at the LSO"
+    );
+    p.write_txn_marker(1, 0, false, 0).await.expect("abort"); // 5
+    assert_eq!(
+        values(&p, 0),
+        (vec!["a".to_string()], 2),
+        "producer 2 still open"
+    );
+    p.write_txn_marker(2, 0, true, 0).await.expect("commit"); // 6
+    let (v, next) = values(&p, 0);
+    assert_eq!(v, vec!["a", "kept", "b"]);
+    assert_eq!(next, 7);
+    // From inside the aborted transaction too.
+    assert_eq!(values(&p, 3).0, vec!["b"]);
+    // A later transaction of the same producer is not covered by the old abort.
+    p.append(producer_batch(1, 0, 2, true, &["later"]), AckLevel::Leader)
+        .await
+        .expect("append");
+    p.write_txn_marker(1, 0, true, 0).await.expect("commit");
+    assert_eq!(values(&p, 0).0, vec!["a", "kept", "b", "later"]);
+}

@@ -28,6 +28,7 @@ pub(crate) mod describe_acls;
 pub(crate) mod describe_cluster;
 pub(crate) mod describe_configs;
 pub(crate) mod describe_groups;
+pub(crate) mod describe_producers;
 pub(crate) mod describe_transactions;
 pub(crate) mod describe_user_scram_credentials;
 pub(crate) mod end_txn;
@@ -113,6 +114,7 @@ pub(crate) static REGISTRY: &[Handler] = &[
     txn_offset_commit::HANDLER,
     describe_transactions::HANDLER,
     list_transactions::HANDLER,
+    describe_producers::HANDLER,
 ];
 
 /// One slot per API key number: the handler of every implemented key, found with one
@@ -199,6 +201,8 @@ mod acl_tests;
 mod group_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod txn_tests;
 
 #[cfg(test)]
 mod route_tests {

@@ -157,7 +157,19 @@ impl PartitionLog {
 
     /// Same as `read` but copies the batches into memory, one `Bytes` per batch.
     pub fn read_batches(&self, offset: i64, max_bytes: u64) -> Result<Vec<Bytes>, LogError> {
-        let res = self.read(offset, max_bytes)?;
+        self.copy_batches(self.read(offset, max_bytes)?)
+    }
+
+    /// Same as `read_committed` but copies the batches into memory, one `Bytes` each.
+    pub fn read_committed_batches(
+        &self,
+        offset: i64,
+        max_bytes: u64,
+    ) -> Result<Vec<Bytes>, LogError> {
+        self.copy_batches(self.read_committed(offset, max_bytes)?)
+    }
+
+    fn copy_batches(&self, res: ReadResult) -> Result<Vec<Bytes>, LogError> {
         let mut out = Vec::new();
         for s in res.slices {
             let mut buf = vec![0u8; s.len as usize];
