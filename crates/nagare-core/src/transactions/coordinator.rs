@@ -418,25 +418,33 @@ impl TransactionCoordinator {
     /// until the next deadline (for the timer task, and for tests).
     pub async fn tick(self: &Arc<Self>) -> Option<Duration> {
         let now = now_ms();
-        let (due, expired) = {
+        // Everything is pushed under the lock, so that the log orders these changes
+        // with any request's (a tombstone pushed later could otherwise land after a new
+        // producer's first record for the same id and erase it on replay).
+        let due: Vec<(Transition, Ticket)> = {
             let mut state = self.state.lock();
-            let due = state.timed_out(now);
             let expired = state.expire(now);
-            (due, expired)
+            if !expired.is_empty() {
+                tracing::info!(count = expired.len(), "transactional ids expired");
+                let tombstones = expired.into_iter().map(|id| TxnOp::Remove { id });
+                drop(self.log.push(tombstones, false));
+            }
+            state
+                .timed_out(now)
+                .into_iter()
+                .map(|t| {
+                    let ticket = self.log.push(
+                        [TxnOp::Put {
+                            id: t.id.clone(),
+                            meta: t.next.clone(),
+                        }],
+                        true,
+                    );
+                    (t, ticket)
+                })
+                .collect()
         };
-        if !expired.is_empty() {
-            tracing::info!(count = expired.len(), "transactional ids expired");
-            let tombstones = expired.into_iter().map(|id| TxnOp::Remove { id });
-            drop(self.log.push(tombstones, false));
-        }
-        for t in due {
-            let ticket = self.log.push(
-                [TxnOp::Put {
-                    id: t.id.clone(),
-                    meta: t.next.clone(),
-                }],
-                true,
-            );
+        for (t, ticket) in due {
             let this = self.clone();
             drop(tokio::spawn(async move {
                 if this.settle(&t, ticket).await.is_ok() {
