@@ -352,6 +352,7 @@ impl Broker {
         for p in topic.partitions() {
             p.set_limits(config.flush, config.max_message_bytes);
             p.set_codec(&config);
+            p.set_compacted(config.cleanup_policy.compact());
         }
         *topic.config.write() = config.clone();
         let (store, state) = &mut *admin;
@@ -481,6 +482,7 @@ fn open_partition(
         meter,
     );
     partition.set_codec(config);
+    partition.set_compacted(config.cleanup_policy.compact());
     Ok(partition)
 }
 

@@ -573,6 +573,8 @@ pub struct BrokerConfig {
     pub storage: Storage,
     /// The open-file budget every log shares (the process-wide one by default).
     pub open_files: OpenFiles,
+    /// The log cleaner of compacted topics.
+    pub log_cleaner: crate::CleanerSettings,
 }
 
 impl BrokerConfig {
@@ -598,6 +600,7 @@ impl Default for BrokerConfig {
             maintenance_interval: Duration::from_secs(30),
             storage: Storage::default(),
             open_files: OpenFiles::global(),
+            log_cleaner: Default::default(),
         }
     }
 }

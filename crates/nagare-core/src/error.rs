@@ -55,6 +55,9 @@ pub enum CoreError {
     /// An ACL binding the authorizer refuses.
     #[error("invalid ACL: {0}")]
     InvalidAcl(String),
+    /// A record the topic cannot take (a record without a key on a compacted topic).
+    #[error("invalid record: {0}")]
+    InvalidRecord(String),
     #[error(transparent)]
     Log(#[from] nagare_log::LogError),
     #[error("io error on {path}: {source}")]
@@ -154,6 +157,7 @@ impl CoreError {
                 reason: reason.clone(),
             },
             CoreError::InvalidAcl(reason) => CoreError::InvalidAcl(reason.clone()),
+            CoreError::InvalidRecord(reason) => CoreError::InvalidRecord(reason.clone()),
             CoreError::Log(e) => CoreError::Log(copy_log_error(e)),
             CoreError::Io { path, source } => CoreError::Io {
                 path: path.clone(),

@@ -21,6 +21,28 @@
 //!   old records and then the snapshot, which gives the same state. The writer checks
 //!   once when it starts, so a log that is mostly history is compacted right after open.
 //!
+//! - **Or the log cleaner.** An op type whose records are keyed by the entity they
+//!   describe, so that the latest record of every key (a null value deleting the key) is
+//!   the state, says so with [`InternalOp::KEYED`]; its log is then compacted by the
+//!   topics' log cleaner (`nagare_log::cleaner`) instead: the writer rolls the active
+//!   segment and runs cleaner passes (a small offset map, several passes if needed) once
+//!   `COMPACT_MIN_RECORDS` and more than twice the live keys were appended since the
+//!   last one. No snapshot is written, and a crash mid-clean is recovered by the log
+//!   itself. Which op types are keyed, and why the others are not:
+//!   - producer ids (`producers.rs`): every record has the one key `producer`; keyed by
+//!     producer id they could move (latest epoch per id, next id = largest + 1), but a
+//!     log written by an earlier version would then lose all but its last allocation
+//!     (and reuse ids), so they stay on snapshots until a migration rewrites old logs;
+//!   - group metadata and committed offsets (`groups/persist.rs`): already keyed like
+//!     Kafka's `__consumer_offsets`, but a deleted group's offsets are dropped by the
+//!     `GroupDeleted` op without a tombstone per offset, so they stay on snapshots
+//!     until that op writes tombstones;
+//!   - queue state (`queues/persist.rs`): acks are increments to a per-queue set, not
+//!     the state of a key: snapshots;
+//!   - ACLs (`security/acl.rs`): keyed by resource name, but each record adds or removes
+//!     one binding of that resource: snapshots;
+//!   - users (`security/users.rs`): snapshots until their ops are audited the same way.
+//!
 //! An operation type says how it is stored and what it does: [`InternalOp`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -50,6 +72,9 @@ pub trait InternalOp: Sized + Send + 'static {
     type State: Default + Clone + Send + 'static;
     /// No compaction while the log holds fewer records than this (optional).
     const COMPACT_MIN_RECORDS: i64 = 20_000;
+    /// Records are keyed by the entity they describe and the latest record per key is
+    /// the state (a null value deletes): compacted by the log cleaner, not snapshots.
+    const KEYED: bool = false;
 
     /// The record storing this operation.
     fn encode(&self, timestamp: i64) -> NewRecord;
@@ -123,6 +148,10 @@ pub struct InternalLogWriter<O: InternalOp> {
     state: O::State,
     /// Records in the log below which a compaction is not worth checking.
     next_check: i64,
+    /// Keyed op types: the log end when the cleaner last ran, and its offset map (kept
+    /// between passes so it is allocated once).
+    cleaned_at: i64,
+    cleaner: Option<nagare_log::cleaner::Cleaner>,
 }
 
 impl<O: InternalOp> InternalLog<O> {
@@ -162,6 +191,8 @@ impl<O: InternalOp> InternalLog<O> {
                 state: state.clone(),
                 // The first round looks at once: the replayed log may be mostly history.
                 next_check: 0,
+                cleaned_at: 0,
+                cleaner: None,
             };
             Ok((log, state, writer))
         })
@@ -309,6 +340,9 @@ impl<O: InternalOp> InternalLogWriter<O> {
     /// only then drops every record before it. Only this task appends to the log, so
     /// nothing lands between the state snapshotted and its records.
     async fn compact_if_worth_it(&mut self) -> Result<(), CoreError> {
+        if O::KEYED {
+            return self.clean_if_worth_it().await;
+        }
         if self.records_in_log() < self.next_check {
             return Ok(());
         }
@@ -345,6 +379,37 @@ impl<O: InternalOp> InternalLogWriter<O> {
         Ok(())
     }
 
+    /// Keyed op types: rolls and cleans the log once enough was appended since the last
+    /// clean (see the module docs).
+    async fn clean_if_worth_it(&mut self) -> Result<(), CoreError> {
+        let end = self.partition.log_end_offset();
+        let appended = end - self.cleaned_at;
+        if appended < O::COMPACT_MIN_RECORDS.max(self.next_check) {
+            return Ok(());
+        }
+        let live = O::snapshot(&self.state).len() as i64;
+        self.next_check = COMPACT_RATIO * live;
+        if appended <= self.next_check {
+            return Ok(());
+        }
+        let partition = self.partition.clone();
+        let mut cleaner = self
+            .cleaner
+            .take()
+            .unwrap_or_else(|| nagare_log::cleaner::Cleaner::new(INTERNAL_DEDUPE_BYTES, None));
+        let (cleaner, result) = tokio::task::spawn_blocking(move || {
+            let result = clean_all(&partition, &mut cleaner);
+            (cleaner, result)
+        })
+        .await
+        .map_err(|_| CoreError::ShuttingDown)?;
+        self.cleaner = Some(cleaner);
+        let removed = result?;
+        self.cleaned_at = end;
+        tracing::info!(log = %self.name, removed, live, "internal log cleaned");
+        Ok(())
+    }
+
     fn records_in_log(&self) -> i64 {
         self.partition.log_end_offset() - self.partition.log_start_offset()
     }
@@ -360,6 +425,36 @@ impl<O: InternalOp> Drop for InternalLogWriter<O> {
             for w in std::mem::take(&mut q.waiters) {
                 let _ = w.send(Err(CoreError::ShuttingDown));
             }
+        }
+    }
+}
+
+/// Offset map memory of an internal log's cleaner: 40,000 keys a pass.
+const INTERNAL_DEDUPE_BYTES: usize = 1 << 20;
+
+/// Rolls an internal log and cleans it completely (as many passes as the map needs);
+/// returns the records removed. Tombstones go on the pass after the one that reached
+/// them: every older record of their key is gone by then, so replay loses nothing.
+fn clean_all(
+    partition: &Partition,
+    cleaner: &mut nagare_log::cleaner::Cleaner,
+) -> Result<u64, CoreError> {
+    let log = partition.log();
+    let config = nagare_log::cleaner::CompactionConfig {
+        delete_retention_ms: 0,
+        min_cleanable_dirty_ratio: 0.0,
+        ..Default::default()
+    };
+    log.roll_for_cleaning()
+        .map_err(|e| partition.core_error(e))?;
+    let mut removed = 0;
+    loop {
+        let stats = log
+            .clean(cleaner, &config, now_ms())
+            .map_err(|e| partition.core_error(e))?;
+        removed += stats.records_removed;
+        if !stats.map_full {
+            return Ok(removed);
         }
     }
 }

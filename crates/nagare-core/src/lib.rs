@@ -41,6 +41,7 @@
 mod blocking;
 mod broker;
 mod broker_configs;
+mod cleaner;
 mod config;
 pub mod config_catalog;
 mod config_kinds;
@@ -62,6 +63,7 @@ mod traffic;
 
 pub use broker::Broker;
 pub use broker_configs::{BrokerScope, ConfigEntry, ConfigSynonym};
+pub use cleaner::CleanerSettings;
 pub use config::{BrokerConfig, TopicConfig, TopicFlush, TOPIC_CONFIG_NAMES};
 pub use config_kinds::{CleanupPolicy, CompressionType, TimestampType};
 pub use data_dir_lock::{DataDirLock, LOCK_FILE};

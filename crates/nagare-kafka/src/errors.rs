@@ -29,6 +29,7 @@ pub fn core_error(e: &CoreError) -> ResponseError {
         CoreError::ShuttingDown => ResponseError::NotLeaderOrFollower,
         CoreError::InvalidUser { .. } => ResponseError::UnacceptableCredential,
         CoreError::InvalidAcl(_) => ResponseError::InvalidRequest,
+        CoreError::InvalidRecord(_) => ResponseError::InvalidRecord,
         CoreError::Log(l) => log_error(l),
         CoreError::Io { .. }
         | CoreError::DataDirLocked { .. }

@@ -140,6 +140,17 @@ pub fn parse_header(buf: &[u8]) -> Result<BatchHeader, BatchError> {
 /// Parses and fully validates one batch that must fill `buf` exactly: magic, length,
 /// CRC-32C, record count, offset delta. `max_len` bounds the total size.
 pub fn validate(buf: &[u8], max_len: usize) -> Result<BatchHeader, BatchError> {
+    validate_with(buf, max_len, true)
+}
+
+/// `validate` for a batch already in the log: compaction may have left it with fewer
+/// records than its offset range (holes) or none at all (an empty batch keeping the
+/// offset range), which a produced batch may not be.
+pub(crate) fn validate_stored(buf: &[u8], max_len: usize) -> Result<BatchHeader, BatchError> {
+    validate_with(buf, max_len, false)
+}
+
+fn validate_with(buf: &[u8], max_len: usize, produced: bool) -> Result<BatchHeader, BatchError> {
     if buf.len() > max_len {
         return Err(BatchError::TooLarge {
             size: buf.len(),
@@ -170,7 +181,11 @@ pub fn validate(buf: &[u8], max_len: usize) -> Result<BatchHeader, BatchError> {
             computed,
         });
     }
-    check_counts(&header)?;
+    if produced {
+        check_counts(&header)?;
+    } else if header.record_count < 0 || header.last_offset_delta < header.record_count - 1 {
+        return Err(BatchError::InvalidRecordCount(header.record_count));
+    }
     header.compression()?;
     Ok(header)
 }

@@ -12,6 +12,7 @@
 pub mod batch;
 mod batch_layout;
 mod batch_writer;
+pub mod cleaner;
 mod clock;
 mod codec;
 mod config;

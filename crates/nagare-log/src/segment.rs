@@ -529,10 +529,10 @@ pub(crate) fn scan(
                 format!("torn batch at {pos}: {len} bytes, file ends at {file_len}"),
             );
         }
-        // Appends assign offsets contiguously, so anything else is damage (the base
-        // offset is outside the CRC).
+        // Offsets only grow (the base offset is outside the CRC, so anything else is
+        // damage); compaction leaves holes, so a batch may start past the expected one.
         let expected = next_offset.or(first_offset).unwrap_or(h.base_offset);
-        if h.base_offset != expected || h.last_offset_delta < 0 {
+        if h.base_offset < expected || h.last_offset_delta < 0 {
             return stop(
                 pos,
                 next_offset,
@@ -546,7 +546,7 @@ pub(crate) fn scan(
             let Some(whole) = reader.get(pos, len)? else {
                 return stop(pos, next_offset, format!("torn batch at {pos}"));
             };
-            if let Err(e) = batch::validate(whole, max_batch) {
+            if let Err(e) = batch::validate_stored(whole, max_batch) {
                 return stop(pos, next_offset, format!("bad batch at {pos}: {e}"));
             }
         }

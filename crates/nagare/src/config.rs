@@ -36,6 +36,47 @@ pub(crate) struct Settings {
     pub security: SecuritySection,
     /// TLS for every listener, once a certificate and key are given.
     pub tls: TlsSection,
+    /// Compaction of topics with `cleanup.policy=compact` (Kafka's `log.cleaner.*`).
+    pub log_cleaner: LogCleanerSection,
+}
+
+/// The log cleaner: how often it looks for dirty partitions, its memory and I/O limits.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct LogCleanerSection {
+    /// `log.cleaner.enable`.
+    pub enable: bool,
+    /// `log.cleaner.backoff.ms`: pause between looks for partitions to clean.
+    pub backoff_ms: u64,
+    /// `log.cleaner.dedupe.buffer.size`: memory of the key -> offset map.
+    pub dedupe_buffer_bytes: u64,
+    /// `log.cleaner.io.max.bytes.per.second`; 0: unlimited.
+    pub io_max_bytes_per_sec: u64,
+}
+
+impl Default for LogCleanerSection {
+    fn default() -> Self {
+        let c = nagare_core::CleanerSettings::default();
+        LogCleanerSection {
+            enable: c.enabled,
+            backoff_ms: c.backoff.as_millis() as u64,
+            dedupe_buffer_bytes: c.dedupe_buffer_bytes as u64,
+            io_max_bytes_per_sec: c.io_max_bytes_per_sec.unwrap_or(0),
+        }
+    }
+}
+
+impl LogCleanerSection {
+    fn settings(&self) -> nagare_core::CleanerSettings {
+        nagare_core::CleanerSettings {
+            enabled: self.enable,
+            backoff: std::time::Duration::from_millis(self.backoff_ms.max(10)),
+            // At least a few thousand keys, whatever is configured.
+            dedupe_buffer_bytes: (self.dedupe_buffer_bytes as usize).max(64 << 10),
+            io_max_bytes_per_sec: (self.io_max_bytes_per_sec > 0)
+                .then_some(self.io_max_bytes_per_sec),
+        }
+    }
 }
 
 /// The server's certificate (`--tls-cert`/`--tls-key`); with both set, every listener
@@ -322,6 +363,7 @@ impl Default for Settings {
             listeners: Default::default(),
             security: Default::default(),
             tls: Default::default(),
+            log_cleaner: Default::default(),
         }
     }
 }
@@ -507,6 +549,7 @@ impl Settings {
             maintenance_interval: std::time::Duration::from_millis(
                 self.maintenance_interval_ms.max(10),
             ),
+            log_cleaner: self.log_cleaner.settings(),
             ..BrokerConfig::default()
         }
     }
@@ -752,6 +795,20 @@ mod tests {
         assert!(!s.auto_create_topics);
         assert_eq!(s.topics.flush, nagare_core::TopicFlush::Always);
         assert_eq!(s.topics.retention_ms, 1000);
+    }
+
+    #[test]
+    fn log_cleaner_from_env() {
+        let s = load_with(
+            None,
+            &[("NAGARE_LOG_CLEANER_BACKOFF_MS", "100")],
+            ServeArgs::default(),
+        );
+        assert_eq!(s.log_cleaner.backoff_ms, 100);
+        assert_eq!(
+            s.broker_config().log_cleaner.backoff,
+            std::time::Duration::from_millis(100)
+        );
     }
 
     #[test]

@@ -204,7 +204,8 @@ impl IntoResponse for ApiError {
             | CoreError::InvalidPartitions(_)
             | CoreError::InvalidConfig { .. }
             | CoreError::InvalidUser { .. }
-            | CoreError::InvalidAcl(_) => StatusCode::BAD_REQUEST,
+            | CoreError::InvalidAcl(_)
+            | CoreError::InvalidRecord(_) => StatusCode::BAD_REQUEST,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         (

@@ -133,6 +133,37 @@ fn describe() {
         Unit::Bytes,
         "Bytes written since the previous fsync that one fsync made durable."
     );
+    c!(
+        "nagare_cleaner_passes_total",
+        "Log compaction passes that rewrote segments."
+    );
+    c!(
+        "nagare_cleaner_bytes_read_total",
+        Unit::Bytes,
+        "Bytes the log cleaner read (offset map and copy)."
+    );
+    c!(
+        "nagare_cleaner_bytes_written_total",
+        Unit::Bytes,
+        "Bytes of cleaned segments the log cleaner wrote."
+    );
+    c!(
+        "nagare_cleaner_records_removed_total",
+        "Records compaction removed (superseded, keyless or expired tombstones)."
+    );
+    c!(
+        "nagare_cleaner_errors_total",
+        "Log compaction passes that failed."
+    );
+    g!(
+        "nagare_cleaner_last_pass_seconds",
+        Unit::Seconds,
+        "Duration of the last compaction pass."
+    );
+    g!(
+        "nagare_cleaner_max_dirty_ratio",
+        "Largest dirty ratio (dirty / cleanable bytes) among compacted partitions."
+    );
     // Kafka.
     c!(
         "nagare_kafka_requests_total",

@@ -382,6 +382,14 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
             Ok(())
         }
     });
+    tasks.spawn({
+        let broker = broker.clone();
+        let stop = stop_rx.clone();
+        async move {
+            broker.run_log_cleaner(stop).await;
+            Ok(())
+        }
+    });
     if auth_required {
         tracing::info!(
             super_users = ?settings.security.super_users,

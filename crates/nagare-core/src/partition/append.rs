@@ -99,6 +99,9 @@ impl Partition {
                 Err(e) => return refuse_all(CoreError::Log(e.into())),
             }
         }
+        if let Err(e) = crate::cleaner::refuse_keyless(self, &items) {
+            return refuse_all(e);
+        }
         if idempotent {
             if let Err(e) = self.producers.ensure_loaded(&self.log).await {
                 return refuse_all(e);

@@ -54,6 +54,8 @@ pub struct Partition {
     meter: TrafficMeter,
     /// The topic's `compression.type`, applied on append (`codec.rs`).
     codec: codec::TopicCodec,
+    /// The topic is compacted: records need a key (`crate::cleaner::refuse_keyless`).
+    compacted: std::sync::atomic::AtomicBool,
 }
 
 impl Partition {
@@ -79,6 +81,7 @@ impl Partition {
             producers: sequence::ProducerStates::default(),
             meter,
             codec: codec::TopicCodec::default(),
+            compacted: Default::default(),
         }
     }
 
@@ -102,6 +105,16 @@ impl Partition {
     /// The largest record batch this partition accepts (the topic's `max.message.bytes`).
     pub fn max_message_bytes(&self) -> u32 {
         *self.max_message_bytes.read()
+    }
+
+    /// Whether the topic's `cleanup.policy` includes `compact`.
+    pub fn is_compacted(&self) -> bool {
+        self.compacted.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_compacted(&self, compacted: bool) {
+        self.compacted
+            .store(compacted, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub(crate) fn set_limits(&self, flush: TopicFlush, max_message_bytes: u32) {

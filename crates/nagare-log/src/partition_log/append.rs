@@ -21,7 +21,7 @@ impl PartitionLog {
     }
 
     /// Makes a new active segment starting at the current end offset.
-    fn roll(&self, w: &mut Writer) -> Result<(), LogError> {
+    pub(super) fn roll(&self, w: &mut Writer) -> Result<(), LogError> {
         let old = w.active.clone();
         {
             let mut idx = old.idx.write();

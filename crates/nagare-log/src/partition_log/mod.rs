@@ -19,6 +19,7 @@ use crate::storage::OpenMode;
 use crate::{LogConfig, LogError};
 
 mod append;
+mod compact;
 mod read;
 mod recovery;
 mod retention;
@@ -107,6 +108,8 @@ pub struct PartitionLog {
     synced_written: AtomicU64,
     /// Open transactions (see `txn`).
     txn: Mutex<txn::TxnState>,
+    /// Held by a compaction pass (`compact.rs`), so two never run on one log.
+    cleaning: Mutex<()>,
 }
 
 struct Writer {
@@ -230,6 +233,8 @@ impl PartitionLog {
     }
 }
 
+#[cfg(test)]
+mod compact_tests;
 #[cfg(test)]
 mod fd_budget_tests;
 #[cfg(test)]

@@ -33,6 +33,7 @@ impl PartitionLog {
         let recovery_point = read_offset_file(&io, dir, RECOVERY_POINT_FILE).unwrap_or(i64::MIN);
         let interval = config.index_interval_bytes.max(1);
         let max_batch = (config.max_batch_bytes as usize).max(RECOVERY_MAX_BATCH);
+        super::compact::recover_swaps(&io, dir, max_batch).map_err(io_err(dir))?;
         let mut bases = list_segments(&io, dir).map_err(io_err(dir))?;
         if let Some(start) = stored_start {
             // Segments wholly below the durable start are leftovers of a deletion a
@@ -166,6 +167,7 @@ impl PartitionLog {
             written: AtomicU64::new(0),
             synced_written: AtomicU64::new(0),
             txn: Mutex::new(txn),
+            cleaning: Mutex::new(()),
         })
     }
 }

@@ -1,6 +1,7 @@
 //! `nagare bench ...`: load generators with a progress bar and a summary table. Each runs
 //! the same client against nagare or a peer broker, so ratios come from one binary.
 
+mod compact;
 mod forward;
 mod kafka;
 #[allow(dead_code)] // until every bench uses all of it
@@ -26,6 +27,8 @@ pub(crate) enum BenchKind {
     Rpc(rpc::RpcArgs),
     /// Fluentd forward PackedForward chunks with ack (nagare or any forward receiver).
     Forward(forward::ForwardArgs),
+    /// Log compaction throughput: fills a partition with keyed records and cleans it.
+    Compact(compact::CompactArgs),
 }
 
 pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -34,5 +37,6 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchKind::Consume(a) => kafka::consume(a),
         BenchKind::Rpc(a) => rpc::run(a),
         BenchKind::Forward(a) => forward::run(a),
+        BenchKind::Compact(a) => compact::run(a),
     }
 }

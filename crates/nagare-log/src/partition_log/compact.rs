@@ -1,0 +1,578 @@
+//! Log compaction of one partition (the algorithm is described in `crate::cleaner`):
+//! planning a pass, building the offset map, copying segments group by group and
+//! swapping the results in, plus the recovery of a swap a crash interrupted.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{io_err, PartitionLog};
+use crate::batch::{BatchHeader, HEADER_LEN};
+use crate::cleaner::checkpoint::{self, Checkpoint};
+use crate::cleaner::filter::{self, Filtered};
+use crate::cleaner::{CleanStats, Cleanability, Cleaner, CompactionConfig, Throttle};
+use crate::index::Indexes;
+use crate::segment::{file_stem, scan, Io, Segment, LOG_SUFFIX};
+use crate::storage::OpenMode;
+use crate::LogError;
+
+/// Reads of segments being cleaned go through a buffer this large.
+const IO_CHUNK: usize = 1 << 20;
+const CLEANED_SUFFIX: &str = ".log.cleaned";
+const SWAP_SUFFIX: &str = ".log.swap";
+
+/// The part of the log a pass may look at.
+struct DirtyRange {
+    /// Snapshot of the segments.
+    segs: Vec<Arc<Segment>>,
+    first_dirty: i64,
+    /// `segs[dirty_idx..uncleanable_idx]` are the dirty, cleanable segments.
+    dirty_idx: usize,
+    uncleanable_idx: usize,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Test hook: the clean fails ("crashes") at this step of the swap.
+    pub(crate) static CRASH_AT: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+}
+
+fn crash_point(_step: u8) -> std::io::Result<()> {
+    #[cfg(test)]
+    if CRASH_AT.with(|c| c.get()) == _step {
+        return Err(std::io::Error::other(format!(
+            "simulated crash at step {_step}"
+        )));
+    }
+    Ok(())
+}
+
+impl PartitionLog {
+    /// How much of the log is dirty and whether a pass is overdue.
+    pub fn cleanability(&self, config: &CompactionConfig, now_ms: i64) -> Cleanability {
+        let r = self.dirty_range(config, now_ms);
+        let size = |s: &[Arc<Segment>]| s.iter().map(|s| s.size()).sum::<u64>();
+        let dirty = &r.segs[r.dirty_idx..r.uncleanable_idx];
+        let overdue = config.max_compaction_lag_ms < i64::MAX
+            && dirty.first().is_some_and(|s| {
+                first_timestamp(s)
+                    .is_some_and(|ts| ts < now_ms.saturating_sub(config.max_compaction_lag_ms))
+            });
+        Cleanability {
+            clean_bytes: size(&r.segs[..r.dirty_idx]),
+            dirty_bytes: size(dirty),
+            overdue,
+        }
+    }
+
+    /// Rolls the active segment (when it holds anything), so everything written so far
+    /// becomes cleanable. Returns whether it rolled.
+    pub fn roll_for_cleaning(&self) -> Result<bool, LogError> {
+        let mut w = self.writer.lock();
+        if w.closed || w.active.size() == 0 {
+            return Ok(false);
+        }
+        self.roll(&mut w)?;
+        Ok(true)
+    }
+
+    /// The first offset not yet compacted.
+    pub fn first_dirty_offset(&self) -> i64 {
+        self.read_checkpoint().dirty.max(self.log_start_offset())
+    }
+
+    fn dirty_range(&self, config: &CompactionConfig, now_ms: i64) -> DirtyRange {
+        let segs = self.segments.read().clone();
+        let active_base = self.published().active_base;
+        let first_dirty = self
+            .read_checkpoint()
+            .dirty
+            .max(self.log_start_offset())
+            .max(segs.first().map_or(0, |s| s.base));
+        let dirty_idx = segs
+            .partition_point(|s| s.base <= first_dirty)
+            .saturating_sub(1);
+        let lag_cutoff = now_ms.saturating_sub(config.min_compaction_lag_ms.max(0));
+        let mut uncleanable_idx = dirty_idx;
+        while uncleanable_idx < segs.len() {
+            let s = &segs[uncleanable_idx];
+            let young = config.min_compaction_lag_ms > 0
+                && s.idx
+                    .read()
+                    .max_timestamp
+                    .is_some_and(|(ts, _)| ts > lag_cutoff);
+            if s.base >= active_base || young {
+                break;
+            }
+            uncleanable_idx += 1;
+        }
+        DirtyRange {
+            segs,
+            first_dirty,
+            dirty_idx,
+            uncleanable_idx,
+        }
+    }
+
+    fn read_checkpoint(&self) -> Checkpoint {
+        let path = self.dir.join(checkpoint::FILE);
+        match self.io.read_opt(&path) {
+            Ok(Some(bytes)) => Checkpoint::parse(&String::from_utf8_lossy(&bytes)),
+            _ => Checkpoint::default(),
+        }
+    }
+
+    /// Replaces the checkpoint atomically (temporary file, fsync, rename).
+    fn write_checkpoint(&self, c: &Checkpoint) -> Result<(), LogError> {
+        let tmp = self.dir.join(format!("{}.tmp", checkpoint::FILE));
+        let path = self.dir.join(checkpoint::FILE);
+        let storage = &self.io.storage;
+        let f = self
+            .io
+            .open(&tmp, OpenMode::CreateTruncate)
+            .map_err(io_err(&tmp))?;
+        storage
+            .write_at(&f, &[c.render().as_bytes()], 0)
+            .and_then(|()| storage.sync_data(&f))
+            .map_err(io_err(&tmp))?;
+        drop(f);
+        storage.rename(&tmp, &path).map_err(io_err(&path))?;
+        self.dir_dirty.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// One compaction pass (see `crate::cleaner`). Does nothing when no segment is
+    /// cleanable; the caller decides whether a pass is due (`cleanability`).
+    pub fn clean(
+        &self,
+        cleaner: &mut Cleaner,
+        config: &CompactionConfig,
+        now_ms: i64,
+    ) -> Result<CleanStats, LogError> {
+        let _one = self.cleaning.lock();
+        let started = Instant::now();
+        let slept_before = cleaner.throttle.slept;
+        let r = self.dirty_range(config, now_ms);
+        let mut stats = CleanStats {
+            cleaned_up_to: r.first_dirty,
+            ..CleanStats::default()
+        };
+        if r.dirty_idx >= r.uncleanable_idx {
+            return Ok(stats);
+        }
+        let map_end = self.build_map(cleaner, &r, &mut stats)?;
+        stats.cleaned_up_to = map_end;
+        stats.map_entries = cleaner.map.len();
+        if map_end <= r.first_dirty {
+            return Ok(stats);
+        }
+        let mut ckpt = self.read_checkpoint();
+        let horizon = ckpt.tombstone_horizon(now_ms, config.delete_retention_ms);
+        // Every segment holding offsets below the map's end, grouped to fit a segment.
+        let n = r
+            .segs
+            .partition_point(|s| s.base < map_end)
+            .min(r.uncleanable_idx);
+        let max_group = self.segment_bytes();
+        let mut i = 0;
+        while i < n {
+            let mut j = i + 1;
+            let mut size = r.segs[i].size();
+            while j < n && size + r.segs[j].size() <= max_group {
+                size += r.segs[j].size();
+                j += 1;
+            }
+            let group = &r.segs[i..j];
+            if !self.clean_group(group, cleaner, map_end, horizon, &mut stats)? {
+                // Retention or truncation changed the segments meanwhile: stop here
+                // without moving the checkpoint; the next pass starts over.
+                return Ok(stats);
+            }
+            i = j;
+        }
+        ckpt.record_pass(map_end, now_ms);
+        self.write_checkpoint(&ckpt)?;
+        self.changed.store(true, Ordering::Release);
+        stats.elapsed = started.elapsed();
+        stats.throttled = cleaner.throttle.slept.saturating_sub(slept_before);
+        Ok(stats)
+    }
+
+    /// Maps every key of the dirty section to its latest offset, until the map is full;
+    /// returns the offset the map covers up to (exclusive).
+    fn build_map(
+        &self,
+        cleaner: &mut Cleaner,
+        r: &DirtyRange,
+        stats: &mut CleanStats,
+    ) -> Result<i64, LogError> {
+        let map = &mut cleaner.map;
+        map.clear();
+        let first_dirty = r.first_dirty;
+        let mut full_at: Option<i64> = None;
+        for seg in &r.segs[r.dirty_idx..r.uncleanable_idx] {
+            let limit = seg.size();
+            let from = if seg.base < first_dirty {
+                match seg
+                    .find(first_dirty, limit)
+                    .map_err(io_err(&seg.log_path))?
+                {
+                    Some((pos, _)) => pos,
+                    None => continue,
+                }
+            } else {
+                0
+            };
+            let file = seg.file().map_err(io_err(&seg.log_path))?;
+            each_batch(
+                &file,
+                &seg.log_path,
+                from,
+                limit,
+                &mut cleaner.throttle,
+                |_, h, bytes| {
+                    stats.bytes_read += bytes.len() as u64;
+                    if h.is_control() || h.last_offset() < first_dirty {
+                        return Ok(true);
+                    }
+                    let mut result = Ok(());
+                    filter::for_each_record(bytes, h, |rec| {
+                        stats.records_read += 1;
+                        if full_at.is_some() || rec.offset < first_dirty {
+                            return;
+                        }
+                        if let Some(key) = rec.key {
+                            if !map.put(key, rec.offset) {
+                                full_at = Some(rec.offset);
+                            }
+                        }
+                    })
+                    .unwrap_or_else(|e| result = Err(e));
+                    result?;
+                    Ok(full_at.is_none())
+                },
+            )?;
+            if let Some(at) = full_at {
+                stats.map_full = true;
+                return Ok(at);
+            }
+        }
+        // The whole dirty section fits: the map covers up to the first uncleanable
+        // segment (holes at the end of the last dirty one included).
+        Ok(r.segs
+            .get(r.uncleanable_idx)
+            .map_or_else(|| self.log_end_offset(), |s| s.base))
+    }
+
+    /// Copies one group of segments into one new segment and swaps it in. Returns false
+    /// when the group no longer matches the log (nothing changed then).
+    fn clean_group(
+        &self,
+        group: &[Arc<Segment>],
+        cleaner: &mut Cleaner,
+        map_end: i64,
+        horizon: i64,
+        stats: &mut CleanStats,
+    ) -> Result<bool, LogError> {
+        let base = group[0].base;
+        let stem = file_stem(base);
+        let cleaned = self.dir.join(format!("{stem}{CLEANED_SUFFIX}"));
+        let swap = self.dir.join(format!("{stem}{SWAP_SUFFIX}"));
+        let mut out = Output::create(&self.io, &cleaned, base, self.config.index_interval_bytes)?;
+        // The last batch of the group as it was, to end the new segment at the same offset.
+        let mut last_original: Option<(BatchHeader, [u8; HEADER_LEN])> = None;
+        let map = &cleaner.map;
+        for seg in group {
+            let file = seg.file().map_err(io_err(&seg.log_path))?;
+            stats.bytes_before += seg.size();
+            each_batch(
+                &file,
+                &seg.log_path,
+                0,
+                seg.size(),
+                &mut cleaner.throttle,
+                |_, h, bytes| {
+                    stats.bytes_read += bytes.len() as u64;
+                    let mut head = [0u8; HEADER_LEN];
+                    head.copy_from_slice(&bytes[..HEADER_LEN]);
+                    last_original = Some((*h, head));
+                    // Control batches stay until transaction markers are compacted as
+                    // Kafka does; batches past the map are not compacted in this pass.
+                    if h.is_control() || h.base_offset >= map_end {
+                        return out.write(bytes, h);
+                    }
+                    let mut tombstones = 0u64;
+                    let filtered = filter::filter_batch(bytes, h, |rec| {
+                        if rec.offset >= map_end {
+                            return true;
+                        }
+                        let Some(key) = rec.key else {
+                            return false;
+                        };
+                        if map.get(key).is_some_and(|latest| latest > rec.offset) {
+                            return false;
+                        }
+                        if rec.tombstone && rec.offset < horizon {
+                            tombstones += 1;
+                            return false;
+                        }
+                        true
+                    })?;
+                    stats.tombstones_removed += tombstones;
+                    match filtered {
+                        Filtered::Unchanged => out.write(bytes, h),
+                        Filtered::Rebuilt(b) => {
+                            let nh = filter::header(&b)?;
+                            stats.records_removed += (h.record_count - nh.record_count) as u64;
+                            out.write(&b, &nh)
+                        }
+                        Filtered::Empty => {
+                            stats.records_removed += h.record_count.max(0) as u64;
+                            Ok(true)
+                        }
+                    }
+                },
+            )?;
+        }
+        if let Some((h, head)) = &last_original {
+            if out.last_offset < h.last_offset() {
+                let e = filter::empty_batch(head, h);
+                let eh = filter::header(&e)?;
+                out.write(&e, &eh)?;
+            }
+        }
+        let (written, idx) = out.finish(&self.io, &cleaned)?;
+        cleaner.throttle.consume(written);
+        stats.bytes_written += written;
+        stats.bytes_after += written;
+
+        // The new segment is durable: make it the swap file (the commit point).
+        let storage = &self.io.storage;
+        crash_point(1).map_err(io_err(&cleaned))?;
+        storage.rename(&cleaned, &swap).map_err(io_err(&swap))?;
+        self.io.sync_dir(&self.dir).map_err(io_err(&self.dir))?;
+        crash_point(2).map_err(io_err(&swap))?;
+        {
+            let _w = self.writer.lock();
+            let mut segs = self.segments.write();
+            let Some(at) = segs.iter().position(|s| Arc::ptr_eq(s, &group[0])) else {
+                let _ = storage.remove_file(&swap);
+                return Ok(false);
+            };
+            let same = segs.len() >= at + group.len()
+                && segs[at..at + group.len()]
+                    .iter()
+                    .zip(group)
+                    .all(|(a, b)| Arc::ptr_eq(a, b));
+            if !same || segs.len() == at + group.len() {
+                let _ = storage.remove_file(&swap);
+                return Ok(false);
+            }
+            // Old indexes first, so a crash never pairs them with the new file.
+            for p in [&group[0].index_path, &group[0].time_path] {
+                remove_if_there(&self.io, p)?;
+            }
+            crash_point(3).map_err(io_err(&swap))?;
+            for s in &group[1..] {
+                s.delete_files();
+            }
+            crash_point(4).map_err(io_err(&swap))?;
+            storage
+                .rename(&swap, &group[0].log_path)
+                .map_err(io_err(&swap))?;
+            crash_point(5).map_err(io_err(&swap))?;
+            let seg =
+                Segment::open(&self.io, &self.dir, base).map_err(io_err(&group[0].log_path))?;
+            {
+                let mut new_idx = seg.idx.write();
+                *new_idx = idx;
+                new_idx
+                    .rewrite(&self.io, &seg.index_path, &seg.time_path)
+                    .map_err(io_err(&seg.index_path))?;
+            }
+            segs.splice(at..at + group.len(), [Arc::new(seg)]);
+            self.unsynced
+                .lock()
+                .retain(|s| !group.iter().any(|g| Arc::ptr_eq(s, g)));
+        }
+        self.io.sync_dir(&self.dir).map_err(io_err(&self.dir))?;
+        stats.segments_before += group.len();
+        stats.segments_after += 1;
+        Ok(true)
+    }
+}
+
+/// The first record timestamp of a segment (its first batch's base timestamp).
+fn first_timestamp(seg: &Segment) -> Option<i64> {
+    let mut head = [0u8; HEADER_LEN];
+    seg.file().ok()?.read_exact_at(&mut head, 0).ok()?;
+    filter::header(&head).ok().map(|h| h.base_timestamp)
+}
+
+fn remove_if_there(io: &Io, path: &Path) -> Result<(), LogError> {
+    match io.storage.remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_err(path)(e)),
+        _ => Ok(()),
+    }
+}
+
+/// Calls `f(position, header, whole batch)` for every batch of `file` between `from`
+/// and `limit`, reading in large chunks through the throttle; `f` returns false to stop.
+fn each_batch(
+    file: &File,
+    path: &Path,
+    from: u64,
+    limit: u64,
+    throttle: &mut Throttle,
+    mut f: impl FnMut(u64, &BatchHeader, &[u8]) -> Result<bool, LogError>,
+) -> Result<(), LogError> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut buf_pos = from;
+    let mut pos = from;
+    // Reads at least `n` bytes at `pos` (more, up to a chunk, when the segment has them).
+    let mut refill = |buf: &mut Vec<u8>, buf_pos: &mut u64, pos: u64, n: usize| {
+        let want = (n.max(IO_CHUNK) as u64).min(limit - pos) as usize;
+        buf.resize(want, 0);
+        file.read_exact_at(buf, pos).map_err(io_err(path))?;
+        throttle.consume(want as u64);
+        *buf_pos = pos;
+        Ok::<(), LogError>(())
+    };
+    let covers = |buf: &Vec<u8>, buf_pos: u64, pos: u64, n: usize| {
+        pos >= buf_pos && pos + n as u64 <= buf_pos + buf.len() as u64
+    };
+    while pos + HEADER_LEN as u64 <= limit {
+        if !covers(&buf, buf_pos, pos, HEADER_LEN) {
+            refill(&mut buf, &mut buf_pos, pos, HEADER_LEN)?;
+        }
+        let h = filter::header(&buf[(pos - buf_pos) as usize..])?;
+        let len = h.total_len();
+        if pos + len as u64 > limit {
+            break; // a torn tail: the segment ends before it
+        }
+        if !covers(&buf, buf_pos, pos, len) {
+            refill(&mut buf, &mut buf_pos, pos, len)?;
+        }
+        let at = (pos - buf_pos) as usize;
+        if !f(pos, &h, &buf[at..at + len])? {
+            break;
+        }
+        pos += len as u64;
+    }
+    Ok(())
+}
+
+/// The new segment being written: buffered writes and its indexes.
+struct Output {
+    file: File,
+    base: i64,
+    interval: u32,
+    pos: u64,
+    buf: Vec<u8>,
+    idx: Indexes,
+    last_offset: i64,
+}
+
+impl Output {
+    fn create(io: &Io, path: &Path, base: i64, interval: u32) -> Result<Output, LogError> {
+        let file = io
+            .open(path, OpenMode::CreateTruncate)
+            .map_err(io_err(path))?;
+        Ok(Output {
+            file,
+            base,
+            interval: interval.max(1),
+            pos: 0,
+            buf: Vec::with_capacity(IO_CHUNK),
+            idx: Indexes::default(),
+            last_offset: base - 1,
+        })
+    }
+
+    fn write(&mut self, bytes: &[u8], h: &BatchHeader) -> Result<bool, LogError> {
+        let at = self.pos + self.buf.len() as u64;
+        self.idx.on_append(
+            self.base,
+            at,
+            bytes.len() as u64,
+            h.last_offset(),
+            h.max_timestamp,
+            self.interval,
+        );
+        self.buf.extend_from_slice(bytes);
+        self.last_offset = h.last_offset();
+        Ok(true)
+    }
+
+    fn flush(&mut self, io: &Io, path: &Path) -> Result<(), LogError> {
+        if !self.buf.is_empty() {
+            io.storage
+                .write_at(&self.file, &[&self.buf], self.pos)
+                .map_err(io_err(path))?;
+            self.pos += self.buf.len() as u64;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    /// Writes what is buffered and fsyncs; returns the size and the indexes.
+    fn finish(mut self, io: &Io, path: &Path) -> Result<(u64, Indexes), LogError> {
+        self.flush(io, path)?;
+        io.storage.sync_data(&self.file).map_err(io_err(path))?;
+        self.idx.maybe_add_time_entry(self.base);
+        Ok((self.pos, self.idx))
+    }
+}
+
+/// Finishes or discards what a crash left of a swap (called on open, before the
+/// segments are listed): `.cleaned` files were never committed and are removed; a
+/// `.swap` file was committed, so the segments it replaces go and it takes their place.
+pub(crate) fn recover_swaps(io: &Io, dir: &Path, max_batch: usize) -> std::io::Result<()> {
+    let names = io.storage.list_dir(dir)?;
+    let mut touched = false;
+    for name in &names {
+        if name.ends_with(CLEANED_SUFFIX) {
+            tracing::info!(file = %name, "removing an unfinished cleaned segment");
+            io.storage.remove_file(&dir.join(name))?;
+            touched = true;
+        }
+    }
+    for name in &names {
+        let Some(stem) = name.strip_suffix(SWAP_SUFFIX) else {
+            continue;
+        };
+        let Ok(base) = stem.parse::<i64>() else {
+            continue;
+        };
+        let swap: PathBuf = dir.join(name);
+        let file = io.open(&swap, OpenMode::Read)?;
+        let len = file.metadata()?.len();
+        let end = scan(&file, 0, len, None, max_batch, false, |_, _, _| {})?;
+        drop(file);
+        let next = end.next_offset.unwrap_or(base);
+        tracing::info!(file = %name, up_to = next, "completing an interrupted segment swap");
+        for other in &names {
+            let Some((s, ext)) = other.split_once('.') else {
+                continue;
+            };
+            let Ok(b) = s.parse::<i64>() else {
+                continue;
+            };
+            let replaced =
+                (b > base && b < next) || (b == base && ext != "log" && ext != "log.swap");
+            if replaced && (ext == "log" || ext == "index" || ext == "timeindex") {
+                io.storage.remove_file(&dir.join(other))?;
+            }
+        }
+        io.storage
+            .rename(&swap, &dir.join(format!("{stem}{LOG_SUFFIX}")))?;
+        touched = true;
+    }
+    if touched {
+        io.sync_dir(dir)?;
+    }
+    Ok(())
+}
