@@ -5,11 +5,11 @@
 
 use bytes::BytesMut;
 use nagare_log::batch::Compression;
-use nagare_log::recompress::{recompress, TargetCodec};
+use nagare_log::recompress::{recompress, stamp_log_append_time, TargetCodec};
 use parking_lot::RwLock;
 
 use super::Partition;
-use crate::{CompressionType, CoreError, TopicConfig};
+use crate::{CompressionType, CoreError, TimestampType, TopicConfig};
 
 /// The codec a partition stores batches with (`None` keeps the producer's), and its
 /// retention limits (`None` until set: the log's own, from when it was opened).
@@ -17,6 +17,8 @@ use crate::{CompressionType, CoreError, TopicConfig};
 pub(super) struct TopicCodec {
     codec: RwLock<Option<TargetCodec>>,
     retention: RwLock<Option<RetentionLimits>>,
+    /// `message.timestamp.type=LogAppendTime`.
+    log_append_time: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Clone, Copy)]
@@ -43,6 +45,10 @@ impl Partition {
     /// config change).
     pub(crate) fn set_codec(&self, config: &TopicConfig) {
         *self.codec.codec.write() = target(config);
+        self.codec.log_append_time.store(
+            config.message_timestamp_type == TimestampType::LogAppendTime,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         let log = config.log_config();
         *self.codec.retention.write() = Some(RetentionLimits {
             age: log.retention,
@@ -60,15 +66,23 @@ impl Partition {
     }
 
     /// The batch as it is to be stored: re-encoded when the topic names another codec.
+    /// With `LogAppendTime`, the batch is stamped with the broker's clock too.
     pub(super) fn apply_topic_codec(&self, batch: BytesMut) -> Result<BytesMut, CoreError> {
-        let Some(target) = *self.codec.codec.read() else {
-            return Ok(batch);
+        let target = *self.codec.codec.read();
+        let mut batch = match target.map(|t| recompress(&batch, t)) {
+            None | Some(Ok(None)) => batch,
+            Some(Ok(Some(rewritten))) => rewritten,
+            Some(Err(e)) => return Err(CoreError::Log(e.into())),
         };
-        match recompress(&batch, target) {
-            Ok(Some(rewritten)) => Ok(rewritten),
-            Ok(None) => Ok(batch),
-            Err(e) => Err(CoreError::Log(e.into())),
+        if self
+            .codec
+            .log_append_time
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            stamp_log_append_time(&mut batch, nagare_log::now_ms())
+                .map_err(|e| CoreError::Log(e.into()))?;
         }
+        Ok(batch)
     }
 }
 
@@ -103,6 +117,9 @@ mod tests {
         assert_eq!(p.apply_retention(1_000).unwrap(), 0);
         config.set("retention.ms", "10").unwrap();
         config.set("compression.type", "zstd").unwrap();
+        config
+            .set("message.timestamp.type", "LogAppendTime")
+            .unwrap();
         broker.update_topic_config("t", config).unwrap();
         // ...and the new limit applies without reopening the log.
         assert!(p.apply_retention(nagare_log::now_ms()).unwrap() > 0);
@@ -119,5 +136,6 @@ mod tests {
             header.compression().unwrap(),
             nagare_log::batch::Compression::Zstd
         );
+        assert!(header.is_log_append_time() && header.max_timestamp > 5);
     }
 }
