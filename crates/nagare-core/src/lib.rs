@@ -65,7 +65,7 @@ pub use config::{BrokerConfig, TopicConfig, TopicFlush, TOPIC_CONFIG_NAMES};
 pub use config_kinds::{CleanupPolicy, CompressionType, TimestampType};
 pub use data_dir_lock::{DataDirLock, LOCK_FILE};
 pub use error::CoreError;
-pub use partition::{AckLevel, Partition, RecordsRead};
+pub use partition::{AbortedTxn, AckLevel, Partition, ProducerStateInfo, RecordsRead};
 pub use subsystems::{SubsystemTasks, Subsystems};
 pub use topic::Topic;
 pub use topic_name::{sanitize_topic_name, validate_topic_name};

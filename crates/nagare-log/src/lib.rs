@@ -16,6 +16,7 @@ pub mod cleaner;
 mod clock;
 mod codec;
 mod config;
+pub mod control;
 mod error;
 mod index;
 mod open_files;
@@ -24,6 +25,7 @@ mod segment;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
 pub mod storage;
+mod txn_index;
 mod varint;
 
 pub use clock::now_ms;
@@ -32,3 +34,4 @@ pub use error::{BatchError, LogError};
 pub use open_files::{default_budget, OpenFiles};
 pub use partition_log::{AppendInfo, FileSlice, PartitionLog, ReadResult};
 pub use storage::{FileSystem, OpenMode, RealFs, Storage};
+pub use txn_index::AbortedTxnEntry;

@@ -16,6 +16,7 @@ use crate::batch::{self, BatchHeader, HEADER_LEN, LOG_OVERHEAD};
 use crate::index::Indexes;
 use crate::open_files::{FileSlot, OpenFiles};
 use crate::storage::{OpenMode, Storage};
+use crate::txn_index::{AbortedTxnEntry, TXNINDEX_SUFFIX};
 
 pub(crate) const LOG_SUFFIX: &str = ".log";
 pub(crate) const INDEX_SUFFIX: &str = ".index";
@@ -68,6 +69,7 @@ pub(crate) struct Segment {
     pub log_path: PathBuf,
     pub index_path: PathBuf,
     pub time_path: PathBuf,
+    pub txn_path: PathBuf,
     /// Bytes of whole batches written (published after each write completes).
     size: AtomicU64,
     /// Bytes known to be on disk: covered by a completed fsync (or found at open).
@@ -79,6 +81,15 @@ pub(crate) struct Segment {
     /// A failed write may have left bytes past `size`; cut them before the next write.
     dirty_tail: AtomicBool,
     pub idx: RwLock<Indexes>,
+    /// The aborted transactions whose ABORT marker is in this segment (`.txnindex`).
+    pub txns: RwLock<SegmentTxns>,
+}
+
+/// A segment's `.txnindex` entries: all of them in memory, and how many are in the file.
+#[derive(Debug, Default)]
+pub(crate) struct SegmentTxns {
+    pub entries: Vec<AbortedTxnEntry>,
+    pub persisted: usize,
 }
 
 /// What a scan of a segment's batches found.
@@ -103,6 +114,7 @@ impl Segment {
 
     fn new(io: &Io, dir: &Path, base: i64, size: u64) -> Segment {
         let (log_path, index_path, time_path) = Self::paths(dir, base);
+        let txn_path = dir.join(format!("{}{TXNINDEX_SUFFIX}", file_stem(base)));
         let file = io
             .files
             .slot(&io.storage, log_path.clone(), OpenMode::ReadWrite);
@@ -113,11 +125,13 @@ impl Segment {
             log_path,
             index_path,
             time_path,
+            txn_path,
             size: AtomicU64::new(size),
             synced: AtomicU64::new(size),
             sync_failed: AtomicBool::new(false),
             dirty_tail: AtomicBool::new(false),
             idx: RwLock::new(Indexes::default()),
+            txns: RwLock::new(SegmentTxns::default()),
         }
     }
 
@@ -128,6 +142,12 @@ impl Segment {
         let file = io.open(&seg.log_path, OpenMode::CreateTruncate)?;
         io.open(&seg.index_path, OpenMode::CreateTruncate)?;
         io.open(&seg.time_path, OpenMode::CreateTruncate)?;
+        // A leftover `.txnindex` with this name belongs to data that is gone.
+        if let Err(e) = io.storage.remove_file(&seg.txn_path) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                return Err(e);
+            }
+        }
         seg.file.insert(file);
         Ok(seg)
     }
@@ -406,7 +426,12 @@ impl Segment {
     /// away for good at the next directory fsync).
     pub(crate) fn delete_files(&self) {
         self.file.close();
-        for p in [&self.log_path, &self.index_path, &self.time_path] {
+        for p in [
+            &self.log_path,
+            &self.index_path,
+            &self.time_path,
+            &self.txn_path,
+        ] {
             if let Err(e) = self.io.storage.remove_file(p) {
                 if e.kind() != std::io::ErrorKind::NotFound {
                     tracing::warn!(path = %p.display(), error = %e, "could not delete segment file");
@@ -415,10 +440,40 @@ impl Segment {
         }
     }
 
+    /// Records an aborted transaction whose marker is in this segment, writing it to the
+    /// `.txnindex` file at once (a failed write is retried by the next persist).
+    pub(crate) fn add_aborted(&self, entry: AbortedTxnEntry) {
+        self.txns.write().entries.push(entry);
+        if let Err(e) = self.persist_txns() {
+            tracing::warn!(path = %self.txn_path.display(), error = %e, "could not write the transaction index");
+        }
+    }
+
+    /// Writes the `.txnindex` entries not yet in the file.
+    pub(crate) fn persist_txns(&self) -> std::io::Result<()> {
+        let mut t = self.txns.write();
+        while t.persisted < t.entries.len() {
+            let i = t.persisted;
+            crate::txn_index::write_entry(&self.io, &self.txn_path, i, &t.entries[i])?;
+            t.persisted += 1;
+        }
+        Ok(())
+    }
+
+    /// Replaces the `.txnindex` entries (and the file) with `entries`.
+    pub(crate) fn replace_txns(&self, entries: Vec<AbortedTxnEntry>) -> std::io::Result<()> {
+        let mut t = self.txns.write();
+        crate::txn_index::rewrite(&self.io, &self.txn_path, &entries)?;
+        t.persisted = entries.len();
+        t.entries = entries;
+        Ok(())
+    }
+
     /// fsyncs the log file and the index files.
     pub(crate) fn sync_all_files(&self, max_batch: usize) -> std::io::Result<()> {
         self.sync_data(max_batch)?;
-        for p in [&self.index_path, &self.time_path] {
+        self.persist_txns()?;
+        for p in [&self.index_path, &self.time_path, &self.txn_path] {
             if let Ok(f) = self.io.open(p, OpenMode::Read) {
                 self.io.storage.sync_data(&f)?;
             }

@@ -38,7 +38,8 @@ impl StartAt {
     fn resolve(self, p: &Partition) -> i64 {
         let (start, end) = (p.log_start_offset(), p.log_end_offset());
         match self {
-            StartAt::Next => end,
+            // The committed end: records of a transaction still open there come later.
+            StartAt::Next => p.last_stable_offset(),
             StartAt::First => start,
             StartAt::Offset(o) => o.clamp(start, end),
         }

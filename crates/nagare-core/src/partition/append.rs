@@ -221,6 +221,20 @@ impl Partition {
                 continue;
             }
             let entry = producers.entry(h.producer_id).or_default();
+            if h.is_control() {
+                // A transaction marker (written by the coordinator): fenced by a newer
+                // epoch, never by sequence.
+                decisions.push(if entry.known && h.producer_epoch < entry.epoch {
+                    Decision::Refused(CoreError::InvalidProducerEpoch {
+                        producer_id: h.producer_id,
+                        got: h.producer_epoch,
+                        current: entry.epoch,
+                    })
+                } else {
+                    Decision::Append
+                });
+                continue;
+            }
             let last_seq = h.base_sequence.wrapping_add(h.last_offset_delta);
             decisions.push(
                 match check(entry, h.producer_epoch, h.base_sequence, last_seq) {
@@ -281,6 +295,20 @@ impl Partition {
         if records_in > 0 {
             self.meter.count_in(records_in, bytes_in);
         }
+        // Markers written move their producer's epoch (a bumped one fences zombies).
+        for &i in &to_append {
+            let h = &group[i].header;
+            if h.is_control() && matches!(results[i], Some(Ok(_))) {
+                let marker = nagare_log::control::parse_control(&group[i].batch)
+                    .ok()
+                    .flatten();
+                producers.entry(h.producer_id).or_default().on_marker(
+                    h.producer_epoch,
+                    marker.map_or(-1, |m| m.coordinator_epoch),
+                    h.max_timestamp,
+                );
+            }
+        }
         // Settle the provisional sequence entries: real offsets, or gone if the log
         // refused the batch.
         for entry in producers.values_mut() {
@@ -296,6 +324,9 @@ impl Partition {
                     _ => false,
                 },
             });
+            if let Some(b) = entry.batches.back() {
+                entry.last_timestamp = entry.last_timestamp.max(b.max_timestamp);
+            }
         }
         drop(producers);
         for (i, (p, decision)) in group.into_iter().zip(decisions).enumerate() {

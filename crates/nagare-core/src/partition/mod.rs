@@ -7,6 +7,7 @@
 mod append;
 mod records;
 mod sequence;
+mod txn;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +20,7 @@ use crate::traffic::TrafficMeter;
 use crate::{CoreError, TopicFlush};
 
 pub use records::RecordsRead;
+pub use txn::{AbortedTxn, ProducerStateInfo};
 
 /// How strongly a producer wants its append acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +43,8 @@ pub struct Partition {
     flush: RwLock<TopicFlush>,
     max_message_bytes: RwLock<u32>,
     end_offset: watch::Sender<i64>,
+    /// The last stable offset, for read-committed readers waiting for data.
+    stable_offset: watch::Sender<i64>,
     appends: append::AppendQueue,
     producers: sequence::ProducerStates,
     /// Records and bytes in (counted by the append path) and out (reported by the front
@@ -60,6 +64,7 @@ impl Partition {
         meter: TrafficMeter,
     ) -> Partition {
         let (end_offset, _) = watch::channel(log.log_end_offset());
+        let (stable_offset, _) = watch::channel(log.last_stable_offset());
         Partition {
             topic,
             index,
@@ -67,6 +72,7 @@ impl Partition {
             flush: RwLock::new(flush),
             max_message_bytes: RwLock::new(max_message_bytes),
             end_offset,
+            stable_offset,
             appends: append::AppendQueue::default(),
             producers: sequence::ProducerStates::default(),
             meter,
@@ -177,6 +183,9 @@ impl Partition {
     /// Called after an append, a truncation or retention so watchers see the new offsets.
     pub(crate) fn publish_end_offset(&self) {
         self.end_offset.send_replace(self.log.log_end_offset());
+        let stable = self.log.last_stable_offset();
+        self.stable_offset
+            .send_if_modified(|s| std::mem::replace(s, stable) != stable);
     }
 
     /// A log error of this partition as the core reports it: failed reads and writes of

@@ -12,8 +12,16 @@
 //!
 //! Offsets below the log start (removed by retention or trimming) read from the log
 //! start; nothing waits at or beyond the log end.
+//!
+//! **Transactions.** Every reader here reads committed data only, as a Kafka consumer
+//! with `isolation.level=read_committed` does: it stops at the last stable offset (an
+//! open transaction's records wait for its marker), passes over control batches (the
+//! markers decode to no records) and skips the batches of aborted transactions (from the
+//! `.txnindex`: a producer's transactional batches from an aborted transaction's first
+//! offset up to its ABORT marker).
 
-use nagare_log::batch::{decode_records, parse_header, Record};
+use nagare_log::batch::{decode_records, parse_header, BatchHeader, Record};
+use nagare_log::AbortedTxnEntry;
 use nagare_log::LogError;
 
 use super::Partition;
@@ -35,7 +43,7 @@ impl Partition {
         let mut from = offset.max(self.log_start_offset());
         // Retention may move the start between the two reads: try again from there.
         let batches = loop {
-            match self.log.read_batches(from, max_bytes) {
+            match self.log.read_committed_batches(from, max_bytes) {
                 Ok(b) => break b,
                 Err(LogError::OffsetOutOfRange { start, .. }) if start > from => from = start,
                 Err(LogError::OffsetOutOfRange { .. }) => {
@@ -51,11 +59,25 @@ impl Partition {
             records: Vec::new(),
             next_offset: from,
         };
+        let mut aborted: Option<Vec<AbortedTxnEntry>> = None;
         for b in &batches {
             let header = parse_header(b).map_err(|e| self.core_error(e.into()))?;
             let last = header.last_offset();
             if last < from {
                 continue;
+            }
+            if header.is_transactional() && !header.is_control() {
+                // Looked up once per read, and only when a transaction is in range.
+                let upto = batches
+                    .last()
+                    .and_then(|b| parse_header(b).ok())
+                    .map_or(last + 1, |h| h.last_offset() + 1);
+                let aborted =
+                    aborted.get_or_insert_with(|| self.log.aborted_transactions(from, upto));
+                if is_aborted(&header, aborted) {
+                    out.next_offset = out.next_offset.max(last + 1);
+                    continue;
+                }
             }
             match decode_records(b) {
                 Ok(records) => out
@@ -95,6 +117,16 @@ impl Partition {
         }
         Ok(())
     }
+}
+
+/// Whether a transactional batch belongs to an aborted transaction: its producer has an
+/// abort whose range (first offset up to the marker) holds the batch.
+fn is_aborted(header: &BatchHeader, aborted: &[AbortedTxnEntry]) -> bool {
+    aborted.iter().any(|a| {
+        a.producer_id == header.producer_id
+            && a.first_offset <= header.base_offset
+            && header.base_offset < a.last_offset
+    })
 }
 
 /// Bytes read per step of a replay.

@@ -40,7 +40,30 @@ pub(super) struct BatchSeq {
 #[derive(Debug, Default)]
 pub(super) struct ProducerEntry {
     pub epoch: i16,
+    /// `epoch` was seen in the log (a batch or a transaction marker), so a lower one is
+    /// fenced even when no batch is remembered (after a marker that bumped the epoch).
+    pub known: bool,
     pub batches: VecDeque<BatchSeq>,
+    /// Timestamp of the producer's last batch or marker here.
+    pub last_timestamp: i64,
+    /// Coordinator epoch of the producer's last transaction marker here.
+    pub coordinator_epoch: Option<i32>,
+}
+
+impl ProducerEntry {
+    /// Accounts a transaction marker: a higher epoch (the coordinator bumped it to fence
+    /// a zombie) restarts the sequence.
+    pub(super) fn on_marker(&mut self, epoch: i16, coordinator_epoch: i32, timestamp: i64) {
+        if !self.known || epoch > self.epoch {
+            if epoch != self.epoch {
+                self.batches.clear();
+            }
+            self.epoch = epoch;
+        }
+        self.known = true;
+        self.coordinator_epoch = Some(coordinator_epoch);
+        self.last_timestamp = self.last_timestamp.max(timestamp);
+    }
 }
 
 /// The sequence state, loaded from the log on first use.
@@ -104,6 +127,12 @@ pub(super) fn check(
     last_seq: i32,
 ) -> Result<Option<AppendInfo>, SequenceError> {
     if entry.batches.is_empty() {
+        if entry.known && epoch < entry.epoch {
+            return Err(SequenceError::StaleEpoch {
+                got: epoch,
+                current: entry.epoch,
+            });
+        }
         // Nothing known (a new producer, or its batches left the log): accept.
         return Ok(None);
     }
@@ -155,6 +184,8 @@ fn next_seq(seq: i32) -> i32 {
 }
 
 pub(super) fn remember(entry: &mut ProducerEntry, seq: BatchSeq) {
+    entry.known = true;
+    entry.last_timestamp = entry.last_timestamp.max(seq.max_timestamp);
     entry.batches.push_back(seq);
     while entry.batches.len() > REMEMBERED_BATCHES {
         entry.batches.pop_front();
@@ -186,7 +217,17 @@ fn rebuild(log: &PartitionLog) -> HashMap<i64, ProducerEntry> {
             let Ok(h) = batch::parse_header(&head) else {
                 break;
             };
+            let batch_at = at;
             at += h.total_len() as u64;
+            if h.producer_id >= 0 && h.is_control() {
+                let marker = read_marker(&slice.file, batch_at, h.total_len());
+                producers.entry(h.producer_id).or_default().on_marker(
+                    h.producer_epoch,
+                    marker.map_or(-1, |m| m.coordinator_epoch),
+                    h.max_timestamp,
+                );
+                continue;
+            }
             if h.producer_id < 0 || h.base_sequence < 0 {
                 continue;
             }
@@ -209,6 +250,17 @@ fn rebuild(log: &PartitionLog) -> HashMap<i64, ProducerEntry> {
         }
     }
     producers
+}
+
+/// The marker of the control batch at `at` in `file` (a few dozen bytes).
+fn read_marker(
+    file: &std::fs::File,
+    at: u64,
+    len: usize,
+) -> Option<nagare_log::control::ControlMarker> {
+    let mut buf = vec![0u8; len.min(4096)];
+    file.read_exact_at(&mut buf, at).ok()?;
+    nagare_log::control::parse_control(&buf).ok().flatten()
 }
 
 #[cfg(test)]

@@ -6,6 +6,11 @@
 //! would mean reading every batch into user space. Writing the fields ourselves lets the
 //! records be file ranges that the connection sends with `sendfile(2)` right after the bytes
 //! in front of them. The request is still decoded with the crate.
+//!
+//! `isolation_level = 1` (read committed) serves only batches below the partition's
+//! last stable offset, lists the aborted transactions overlapping what is sent (from the
+//! `.txnindex`: the client drops their records until it meets the producer's ABORT
+//! marker) and long-polls on the last stable offset instead of the end of the log.
 
 use crate::meters::Counted;
 use std::sync::Arc;
@@ -16,7 +21,7 @@ use futures_util::future::select_all;
 use kafka_protocol::messages::{ApiKey, FetchRequest};
 use nagare_core::log::LogError;
 use nagare_core::security::Operation;
-use nagare_core::{CoreError, Partition};
+use nagare_core::{AbortedTxn, CoreError, Partition};
 use tokio::time::Instant;
 use uuid::Uuid;
 
@@ -54,7 +59,10 @@ pub(crate) struct PartitionResult {
     pub index: i32,
     pub error_code: i16,
     pub high_watermark: i64,
+    pub last_stable_offset: i64,
     pub log_start_offset: i64,
+    /// For read-committed fetches: the aborted transactions overlapping the records.
+    pub aborted: Vec<AbortedTxn>,
     pub records: Vec<Chunk>,
 }
 
@@ -79,15 +87,25 @@ async fn handle(
         .min(state.config.max_fetch_bytes as u64)
         .min(1 << 30);
     let targets = resolve(&state, &session, &request, req.version);
+    let committed = request.isolation_level == 1;
     let deadline = Instant::now() + max_wait;
     loop {
-        // Subscribe before reading so an append between the read and the wait still wakes us.
+        // Subscribe before reading so an append between the read and the wait still wakes
+        // us. A read-committed fetch waits for the last stable offset to move instead.
         let mut watches: Vec<_> = targets
             .iter()
             .flat_map(|t| t.partitions.iter())
-            .filter_map(|p| p.partition.as_ref().ok().map(|p| p.subscribe()))
+            .filter_map(|p| {
+                p.partition.as_ref().ok().map(|p| {
+                    if committed {
+                        p.subscribe_stable()
+                    } else {
+                        p.subscribe()
+                    }
+                })
+            })
             .collect();
-        let (results, total, errors) = read_all(&targets, max_bytes);
+        let (results, total, errors) = read_all(&targets, max_bytes, committed);
         if total >= min_bytes || errors || Instant::now() >= deadline {
             return Ok(Reply::Chunks(encode_response(req.version, &results)));
         }
@@ -97,7 +115,7 @@ async fn handle(
         }
         let changed = select_all(watches.iter_mut().map(|w| Box::pin(w.changed())));
         if tokio::time::timeout_at(deadline, changed).await.is_err() {
-            let (results, _, _) = read_all(&targets, max_bytes);
+            let (results, _, _) = read_all(&targets, max_bytes, committed);
             return Ok(Reply::Chunks(encode_response(req.version, &results)));
         }
     }
@@ -165,7 +183,11 @@ fn resolve(
 
 /// Reads every partition (up to the request's byte budget); returns the results, the
 /// bytes found, and whether any partition had an error (which answers at once).
-fn read_all(targets: &[TopicTarget], max_bytes: u64) -> (Vec<TopicResult>, u64, bool) {
+fn read_all(
+    targets: &[TopicTarget],
+    max_bytes: u64,
+    committed: bool,
+) -> (Vec<TopicResult>, u64, bool) {
     let mut budget = max_bytes;
     let mut total = 0u64;
     let mut errors = false;
@@ -179,7 +201,7 @@ fn read_all(targets: &[TopicTarget], max_bytes: u64) -> (Vec<TopicResult>, u64, 
                 .partitions
                 .iter()
                 .map(|target| {
-                    let r = read_one(target, budget, first);
+                    let r = read_one(target, budget, first, committed);
                     let got: u64 = r.records.iter().map(|c| c.len() as u64).sum();
                     if got > 0 {
                         first = false;
@@ -195,12 +217,14 @@ fn read_all(targets: &[TopicTarget], max_bytes: u64) -> (Vec<TopicResult>, u64, 
     (results, total, errors)
 }
 
-fn read_one(target: &Target, budget: u64, first: bool) -> PartitionResult {
+fn read_one(target: &Target, budget: u64, first: bool, committed: bool) -> PartitionResult {
     let mut result = PartitionResult {
         index: target.index,
         error_code: errors::NONE,
         high_watermark: -1,
+        last_stable_offset: -1,
         log_start_offset: -1,
+        aborted: Vec::new(),
         records: Vec::new(),
     };
     let partition = match &target.partition {
@@ -211,6 +235,7 @@ fn read_one(target: &Target, budget: u64, first: bool) -> PartitionResult {
         }
     };
     result.high_watermark = partition.high_watermark();
+    result.last_stable_offset = partition.last_stable_offset();
     result.log_start_offset = partition.log_start_offset();
     // Kafka returns at least one batch to the first partition with data even if it is
     // bigger than the limits, so a consumer never gets stuck; after that, budgets hold.
@@ -218,10 +243,19 @@ fn read_one(target: &Target, budget: u64, first: bool) -> PartitionResult {
     if limit == 0 && !first {
         return result;
     }
-    match partition.read(target.offset, limit.max(1)) {
+    let read = if committed {
+        partition.read_committed(target.offset, limit.max(1))
+    } else {
+        partition.read(target.offset, limit.max(1))
+    };
+    match read {
         Ok(read) => {
             result.high_watermark = read.high_watermark;
+            result.last_stable_offset = read.last_stable_offset;
             result.log_start_offset = read.log_start_offset;
+            if committed && read.total_bytes > 0 {
+                result.aborted = partition.aborted_transactions(target.offset, read.next_offset);
+            }
             if read.total_bytes > 0 {
                 // Records from the fetch offset on; the bytes are the whole batches sent.
                 let records = (read.next_offset - target.offset).max(0) as u64;
@@ -325,11 +359,17 @@ pub(crate) fn encode_response(version: i16, topics: &[TopicResult]) -> Vec<Chunk
             e.buf.put_i32(p.index);
             e.buf.put_i16(p.error_code);
             e.buf.put_i64(p.high_watermark);
-            e.buf.put_i64(p.high_watermark); // last_stable_offset: no transactions
+            e.buf.put_i64(p.last_stable_offset);
             if version >= 5 {
                 e.buf.put_i64(p.log_start_offset);
             }
-            e.array_len(0); // aborted_transactions: empty, never null
+            // Empty, never null, when there is nothing to skip.
+            e.array_len(p.aborted.len());
+            for a in &p.aborted {
+                e.buf.put_i64(a.producer_id);
+                e.buf.put_i64(a.first_offset);
+                e.tagged_fields();
+            }
             if version >= 11 {
                 e.buf.put_i32(-1); // preferred_read_replica
             }
@@ -371,7 +411,18 @@ mod tests {
                     index: 0,
                     error_code: 0,
                     high_watermark: 10,
+                    last_stable_offset: 8,
                     log_start_offset: 2,
+                    aborted: vec![
+                        AbortedTxn {
+                            producer_id: 7,
+                            first_offset: 3,
+                        },
+                        AbortedTxn {
+                            producer_id: 9,
+                            first_offset: 5,
+                        },
+                    ],
                     records: vec![
                         Chunk::Mem(Bytes::from_static(b"abc")),
                         Chunk::Mem(Bytes::from_static(b"de")),
@@ -381,7 +432,9 @@ mod tests {
                     index: 1,
                     error_code: 1,
                     high_watermark: 5,
+                    last_stable_offset: 5,
                     log_start_offset: 0,
+                    aborted: vec![],
                     records: vec![],
                 },
             ],
@@ -398,7 +451,14 @@ mod tests {
             }
             assert_eq!(t.partitions[0].records.as_deref(), Some(&b"abcde"[..]));
             assert_eq!(t.partitions[0].high_watermark, 10);
-            assert_eq!(t.partitions[0].last_stable_offset, 10);
+            assert_eq!(t.partitions[0].last_stable_offset, 8);
+            let aborted: Vec<(i64, i64)> = t.partitions[0]
+                .aborted_transactions
+                .iter()
+                .flatten()
+                .map(|a| (a.producer_id.0, a.first_offset))
+                .collect();
+            assert_eq!(aborted, vec![(7, 3), (9, 5)]);
             assert_eq!(t.partitions[1].error_code, 1);
             assert_eq!(t.partitions[1].records.as_deref(), Some(&b""[..]));
             assert_eq!(

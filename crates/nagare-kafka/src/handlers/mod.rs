@@ -26,6 +26,7 @@ pub(crate) mod describe_acls;
 pub(crate) mod describe_cluster;
 pub(crate) mod describe_configs;
 pub(crate) mod describe_groups;
+pub(crate) mod describe_producers;
 pub(crate) mod describe_user_scram_credentials;
 pub(crate) mod fetch;
 pub(crate) mod find_coordinator;
@@ -101,6 +102,7 @@ pub(crate) static REGISTRY: &[Handler] = &[
     describe_acls::HANDLER,
     create_acls::HANDLER,
     delete_acls::HANDLER,
+    describe_producers::HANDLER,
 ];
 
 /// One slot per API key number: the handler of every implemented key, found with one
@@ -187,6 +189,8 @@ mod acl_tests;
 mod group_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod txn_tests;
 
 #[cfg(test)]
 mod route_tests {

@@ -1,6 +1,11 @@
 //! Produce (0): record batches are kept as the raw bytes the producer sent (v2 only, any
 //! compression codec, stored as sent); the log validates each one (CRC, sizes) and assigns
 //! its offsets, and idempotent batches go through the producer sequence check first.
+//!
+//! Transactional batches (the transactional attribute) come with the request's
+//! `transactional_id`, which needs Write permission; the partition then tracks the open
+//! transaction until the coordinator's marker. Control batches (markers) are written only
+//! by the coordinator: a client sending one is refused with INVALID_RECORD, as Kafka does.
 
 use crate::meters::Counted;
 use std::sync::Arc;
@@ -69,15 +74,12 @@ async fn handle(
         .as_deref()
         .filter(|t| !t.is_empty());
     // As Kafka: a transactional producer needs Write on its transactional id before any
-    // topic is looked at. Transactions are refused either way; the check decides which
-    // reason the producer is told.
-    let transaction_error = transactional_id.map(|id| {
-        if session.allowed(Operation::Write, ResourceType::TransactionalId, id) {
-            "transactions are not supported"
-        } else {
-            "not authorized to use this transactional id"
-        }
+    // topic is looked at.
+    let transaction_error = transactional_id.and_then(|id| {
+        (!session.allowed(Operation::Write, ResourceType::TransactionalId, id))
+            .then_some("not authorized to use this transactional id")
     });
+    let transactional = transactional_id.is_some();
     let mut topics = Vec::with_capacity(request.topic_data.len());
     for topic in request.topic_data {
         let name: String = topic.name.to_string();
@@ -104,7 +106,8 @@ async fn handle(
                             "not authorized to write to this topic",
                         ),
                         (Some(ack), None) => {
-                            produce_partition(&state, &name, p.index, p.records, ack).await
+                            produce_partition(&state, &name, p.index, p.records, ack, transactional)
+                                .await
                         }
                     };
                     if let Some(error) = outcome.rejected() {
@@ -161,6 +164,7 @@ async fn produce_partition(
     index: i32,
     records: Option<Bytes>,
     ack: AckLevel,
+    transactional: bool,
 ) -> Outcome {
     let topic = match state.broker.topic(topic) {
         Some(t) => t,
@@ -178,6 +182,12 @@ async fn produce_partition(
         Ok(r) => r,
         Err(e) => return Outcome::error(batch_error(&e), e.to_string()),
     };
+    if let Some(refusal) = ranges
+        .iter()
+        .find_map(|r| refuse_batch(&records[r.clone()], transactional))
+    {
+        return Outcome::error(ResponseError::InvalidRecord, refusal);
+    }
     // The log rewrites base offsets in place, so each batch needs its own buffer.
     let batches = ranges
         .into_iter()
@@ -199,5 +209,36 @@ async fn produce_partition(
         base_offset,
         log_start_offset: partition.log_start_offset(),
         message: None,
+    }
+}
+
+/// Why a client's batch is refused before the append path, if it is: a control batch
+/// (only the transaction coordinator writes markers), or a transactional batch in a
+/// request without a transactional id.
+fn refuse_batch(batch: &[u8], transactional_request: bool) -> Option<&'static str> {
+    let header = batch::parse_header(batch).ok()?;
+    if header.is_control() {
+        return Some("control batches cannot be produced by clients");
+    }
+    if header.is_transactional() && !transactional_request {
+        return Some("a transactional batch needs the request's transactional id");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nagare_core::log::control::{build_control_batch, set_producer};
+
+    #[test]
+    fn markers_and_stray_transactional_batches_are_refused() {
+        let marker = build_control_batch(1, 0, true, 0, 0);
+        assert!(refuse_batch(&marker, true).is_some());
+        let mut b = batch::build_batch(&[batch::NewRecord::default()]);
+        assert!(refuse_batch(&b, false).is_none());
+        set_producer(&mut b, 1, 0, 0, true);
+        assert!(refuse_batch(&b, false).is_some());
+        assert!(refuse_batch(&b, true).is_none());
     }
 }

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::txn::written_batch;
 use super::{copy_err, io_err, AppendInfo, PartitionLog, Published, Writer};
 use crate::batch;
 use crate::segment::Segment;
@@ -35,13 +36,16 @@ impl PartitionLog {
         // `sync_now` runs before anything in the segment is reported durable.
         self.dir_dirty.store(true, Ordering::Release);
         self.changed.store(true, Ordering::Release);
+        self.snapshot_transactions(end);
         self.segments.write().push(new.clone());
         w.active = new;
         w.active_since = Instant::now();
+        let stable_offset = self.published().stable_offset;
         self.publish(Published {
             end_offset: end,
             active_base: end,
             active_size: 0,
+            stable_offset,
         });
         Ok(())
     }
@@ -156,10 +160,13 @@ impl PartitionLog {
         seg.set_size(position);
         let added: u64 = bufs.iter().map(|b| b.len() as u64).sum();
         self.written.fetch_add(added, Ordering::Relaxed);
+        let stable_offset =
+            self.track_transactions(seg, bufs.iter().filter_map(|b| written_batch(b)), next);
         self.publish(Published {
             end_offset: next,
             active_base: seg.base,
             active_size: position,
+            stable_offset,
         });
         Ok(())
     }

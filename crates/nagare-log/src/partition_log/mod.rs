@@ -25,6 +25,7 @@ mod recovery;
 mod retention;
 mod sync;
 mod truncate;
+mod txn;
 
 /// Where an appended batch landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +59,8 @@ pub struct ReadResult {
     pub total_bytes: u64,
     pub log_start_offset: i64,
     pub high_watermark: i64,
+    /// The last stable offset at the time of the read.
+    pub last_stable_offset: i64,
     /// The offset after the last batch returned (the requested offset when nothing was):
     /// how far a reader got, for counting the records it was handed.
     pub next_offset: i64,
@@ -105,6 +108,8 @@ pub struct PartitionLog {
     synced_written: AtomicU64,
     /// Held by a compaction pass (`compact.rs`), so two never run on one log.
     cleaning: Mutex<()>,
+    /// Open transactions (see `txn`).
+    txn: Mutex<txn::TxnState>,
 }
 
 struct Writer {
@@ -121,6 +126,10 @@ struct Published {
     end_offset: i64,
     active_base: i64,
     active_size: u64,
+    /// The last stable offset: the first offset of the oldest open transaction, else
+    /// `end_offset`. Published with the end so a reader never sees a transactional
+    /// batch's end without its transaction.
+    stable_offset: i64,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> LogError + '_ {
@@ -233,3 +242,5 @@ mod power_loss_tests;
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
+#[cfg(test)]
+mod txn_tests;

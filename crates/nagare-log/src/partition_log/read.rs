@@ -18,7 +18,22 @@ impl PartitionLog {
     /// one batch is returned even if larger). `offset == log_end_offset` returns nothing;
     /// outside [log_start_offset, log_end_offset] is `OffsetOutOfRange`.
     pub fn read(&self, offset: i64, max_bytes: u64) -> Result<ReadResult, LogError> {
-        let p = self.published();
+        self.read_within(offset, max_bytes, false)
+    }
+
+    /// Same as `read`, but only batches below the last stable offset (what a
+    /// read-committed consumer may be sent: no batch of a still open transaction).
+    pub fn read_committed(&self, offset: i64, max_bytes: u64) -> Result<ReadResult, LogError> {
+        self.read_within(offset, max_bytes, true)
+    }
+
+    fn read_within(
+        &self,
+        offset: i64,
+        max_bytes: u64,
+        committed: bool,
+    ) -> Result<ReadResult, LogError> {
+        let mut p = self.published();
         let start = self.start_offset.load(Ordering::Acquire);
         if offset < start || offset > p.end_offset {
             return Err(LogError::OffsetOutOfRange {
@@ -30,13 +45,38 @@ impl PartitionLog {
         let mut res = ReadResult {
             log_start_offset: start,
             high_watermark: p.end_offset,
+            last_stable_offset: p.stable_offset,
             next_offset: offset,
             ..Default::default()
         };
+        let segs = self.segments.read();
+        if committed && p.stable_offset < p.end_offset {
+            if offset >= p.stable_offset {
+                return Ok(res);
+            }
+            // Read as if the log ended at the stable offset: it is a batch boundary (an
+            // open transaction's first batch).
+            let stable = p.stable_offset;
+            let k = segs.partition_point(|s| s.base <= stable).saturating_sub(1);
+            let Some(seg) = segs.get(k) else {
+                return Ok(res);
+            };
+            let limit = if seg.base == p.active_base {
+                p.active_size
+            } else {
+                seg.size()
+            };
+            let pos = seg
+                .find(stable, limit)
+                .map_err(io_err(&seg.log_path))?
+                .map_or(limit, |(pos, _)| pos);
+            p.end_offset = stable;
+            p.active_base = seg.base;
+            p.active_size = pos;
+        }
         if offset == p.end_offset {
             return Ok(res);
         }
-        let segs = self.segments.read();
         let k = segs.partition_point(|s| s.base <= offset).saturating_sub(1);
         let mut budget = max_bytes;
         let mut copied: Vec<u8> = Vec::new();
@@ -117,7 +157,19 @@ impl PartitionLog {
 
     /// Same as `read` but copies the batches into memory, one `Bytes` per batch.
     pub fn read_batches(&self, offset: i64, max_bytes: u64) -> Result<Vec<Bytes>, LogError> {
-        let res = self.read(offset, max_bytes)?;
+        self.copy_batches(self.read(offset, max_bytes)?)
+    }
+
+    /// Same as `read_committed` but copies the batches into memory, one `Bytes` each.
+    pub fn read_committed_batches(
+        &self,
+        offset: i64,
+        max_bytes: u64,
+    ) -> Result<Vec<Bytes>, LogError> {
+        self.copy_batches(self.read_committed(offset, max_bytes)?)
+    }
+
+    fn copy_batches(&self, res: ReadResult) -> Result<Vec<Bytes>, LogError> {
         let mut out = Vec::new();
         for s in res.slices {
             let mut buf = vec![0u8; s.len as usize];

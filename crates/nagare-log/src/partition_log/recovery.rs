@@ -132,10 +132,19 @@ impl PartitionLog {
         if !fresh {
             io.sync_dir(dir).map_err(io_err(dir))?;
         }
+        // Without a usable checkpoint (a log written before transactions were
+        // tracked), open transactions are looked for from what recovery rescans.
+        let fallback = if clean {
+            active.base
+        } else {
+            recovery_point.min(active.base)
+        };
+        let txn = super::txn::recover_transactions(&io, dir, &segments, end_offset, fallback)?;
         let published = Published {
             end_offset,
             active_base: active.base,
             active_size: active.size(),
+            stable_offset: txn.stable_offset(end_offset),
         };
         Ok(PartitionLog {
             dir: dir.to_path_buf(),
@@ -158,6 +167,7 @@ impl PartitionLog {
             written: AtomicU64::new(0),
             synced_written: AtomicU64::new(0),
             cleaning: Mutex::new(()),
+            txn: Mutex::new(txn),
         })
     }
 }
@@ -178,7 +188,7 @@ fn list_segments(io: &Io, dir: &Path) -> std::io::Result<Vec<i64>> {
         };
         match ext {
             "log" => bases.push(base),
-            "index" | "timeindex" => orphans.push((base, dir.join(&name))),
+            "index" | "timeindex" | "txnindex" => orphans.push((base, dir.join(&name))),
             _ => {}
         }
     }

@@ -64,6 +64,9 @@ impl PartitionLog {
             // Every segment before the active one is now fsynced: after a roll, move the
             // recovery point so an unclean restart checks only from here.
             if seg.base > self.recovery_point.load(Ordering::Acquire) {
+                // The open transactions as of that base, before the recovery point that
+                // makes an unclean restart rescan only from there.
+                self.checkpoint_transactions_at(seg.base)?;
                 self.write_offset_file(RECOVERY_POINT_FILE, seg.base)?;
                 self.recovery_point.store(seg.base, Ordering::Release);
             }
@@ -86,7 +89,8 @@ impl PartitionLog {
             idx.maybe_add_time_entry(seg.base);
         }
         idx.persist(&self.io, &seg.index_path, &seg.time_path)
-            .map_err(io_err(&seg.index_path))
+            .map_err(io_err(&seg.index_path))?;
+        seg.persist_txns().map_err(io_err(&seg.txn_path))
     }
 
     /// Flushes and writes the clean-shutdown marker; the log refuses appends afterwards.
@@ -110,6 +114,7 @@ impl PartitionLog {
             w.active
                 .sync_all_files(self.max_batch())
                 .map_err(io_err(&w.active.index_path))?;
+            self.checkpoint_transactions_at_end()?;
             self.changed.store(false, Ordering::Release);
         }
         let marker = self.dir.join(CLEAN_SHUTDOWN_FILE);

@@ -48,6 +48,7 @@ impl PartitionLog {
             end_offset: new_end,
             active_base: seg.base,
             active_size: pos,
+            stable_offset: p.stable_offset.min(new_end),
         });
         self.flushed.fetch_min(new_end, Ordering::AcqRel);
         let dropped: Vec<Arc<Segment>> = segs[i + 1..].to_vec();
@@ -66,6 +67,14 @@ impl PartitionLog {
             false,
         )
         .map_err(io_err(&seg.log_path))?;
+        let kept: Vec<Arc<Segment>> = segs[..=i].to_vec();
+        let stable_offset = self.rebuild_transactions_after_cut(&kept, new_end)?;
+        self.publish(Published {
+            end_offset: new_end,
+            active_base: seg.base,
+            active_size: pos,
+            stable_offset,
+        });
         if !Arc::ptr_eq(&w.active, &seg) {
             w.active = seg;
             w.active_since = Instant::now();
@@ -89,10 +98,12 @@ impl PartitionLog {
         w.active = seg;
         w.active_since = Instant::now();
         self.set_start_offset(offset)?;
+        self.rebuild_transactions_after_cut(&[], offset)?;
         self.publish(Published {
             end_offset: offset,
             active_base: offset,
             active_size: 0,
+            stable_offset: offset,
         });
         self.flushed.fetch_min(offset, Ordering::AcqRel);
         Ok(())
