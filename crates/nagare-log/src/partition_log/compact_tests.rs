@@ -338,8 +338,7 @@ fn aborted_data_never_wins_and_open_transactions_are_not_cleaned() {
     assert!(!rows.iter().any(|r| r.2.as_deref() == Some("aborted")));
     assert_eq!(
         rows.iter()
-            .filter(|r| r.1 == "k0" && r.0 < lso)
-            .last()
+            .rfind(|r| r.1 == "k0" && r.0 < lso)
             .unwrap()
             .2
             .as_deref(),
