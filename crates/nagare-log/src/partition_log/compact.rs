@@ -17,6 +17,7 @@ use crate::cleaner::{CleanStats, Cleanability, Cleaner, CompactionConfig, Thrott
 use crate::index::Indexes;
 use crate::segment::{file_stem, scan, Io, Segment, LOG_SUFFIX};
 use crate::storage::OpenMode;
+use crate::txn_index::AbortedTxnEntry;
 use crate::LogError;
 
 /// Reads of segments being cleaned go through a buffer this large.
@@ -96,6 +97,8 @@ impl PartitionLog {
             .partition_point(|s| s.base <= first_dirty)
             .saturating_sub(1);
         let lag_cutoff = now_ms.saturating_sub(config.min_compaction_lag_ms.max(0));
+        // Nothing at or past the last stable offset: an open transaction may still abort.
+        let lso = self.last_stable_offset();
         let mut uncleanable_idx = dirty_idx;
         while uncleanable_idx < segs.len() {
             let s = &segs[uncleanable_idx];
@@ -104,7 +107,8 @@ impl PartitionLog {
                     .read()
                     .max_timestamp
                     .is_some_and(|(ts, _)| ts > lag_cutoff);
-            if s.base >= active_base || young {
+            let unstable = segs.get(uncleanable_idx + 1).is_none_or(|n| n.base > lso);
+            if s.base >= active_base || young || unstable {
                 break;
             }
             uncleanable_idx += 1;
@@ -163,7 +167,14 @@ impl PartitionLog {
         if r.dirty_idx >= r.uncleanable_idx {
             return Ok(stats);
         }
-        let map_end = self.build_map(cleaner, &r, &mut stats)?;
+        // Aborted transactional data neither counts as the latest record of a key nor
+        // survives the copy (as in Kafka); the markers stay.
+        let upto = r
+            .segs
+            .get(r.uncleanable_idx)
+            .map_or_else(|| self.log_end_offset(), |s| s.base);
+        let aborted = self.aborted_transactions(self.log_start_offset(), upto);
+        let map_end = self.build_map(cleaner, &r, &aborted, &mut stats)?;
         stats.cleaned_up_to = map_end;
         stats.map_entries = cleaner.map.len();
         if map_end <= r.first_dirty {
@@ -186,7 +197,7 @@ impl PartitionLog {
                 j += 1;
             }
             let group = &r.segs[i..j];
-            if !self.clean_group(group, cleaner, map_end, horizon, &mut stats)? {
+            if !self.clean_group(group, cleaner, &aborted, map_end, horizon, &mut stats)? {
                 // Retention or truncation changed the segments meanwhile: stop here
                 // without moving the checkpoint; the next pass starts over.
                 return Ok(stats);
@@ -207,6 +218,7 @@ impl PartitionLog {
         &self,
         cleaner: &mut Cleaner,
         r: &DirtyRange,
+        aborted: &[AbortedTxnEntry],
         stats: &mut CleanStats,
     ) -> Result<i64, LogError> {
         let map = &mut cleaner.map;
@@ -235,7 +247,7 @@ impl PartitionLog {
                 &mut cleaner.throttle,
                 |_, h, bytes| {
                     stats.bytes_read += bytes.len() as u64;
-                    if h.is_control() || h.last_offset() < first_dirty {
+                    if h.is_control() || h.last_offset() < first_dirty || is_aborted(aborted, h) {
                         return Ok(true);
                     }
                     let mut result = Ok(());
@@ -273,6 +285,7 @@ impl PartitionLog {
         &self,
         group: &[Arc<Segment>],
         cleaner: &mut Cleaner,
+        aborted: &[AbortedTxnEntry],
         map_end: i64,
         horizon: i64,
         stats: &mut CleanStats,
@@ -303,6 +316,10 @@ impl PartitionLog {
                     // Kafka does; batches past the map are not compacted in this pass.
                     if h.is_control() || h.base_offset >= map_end {
                         return out.write(bytes, h);
+                    }
+                    if is_aborted(aborted, h) {
+                        stats.records_removed += h.record_count.max(0) as u64;
+                        return Ok(true);
                     }
                     let mut tombstones = 0u64;
                     let filtered = filter::filter_batch(bytes, h, |rec| {
@@ -344,7 +361,7 @@ impl PartitionLog {
                 out.write(&e, &eh)?;
             }
         }
-        let (written, idx) = out.finish(&self.io, &cleaned)?;
+        let (written, idx) = out.finish()?;
         cleaner.throttle.consume(written);
         stats.bytes_written += written;
         stats.bytes_after += written;
@@ -372,7 +389,11 @@ impl PartitionLog {
                 return Ok(false);
             }
             // Old indexes first, so a crash never pairs them with the new file.
-            for p in [&group[0].index_path, &group[0].time_path] {
+            for p in [
+                &group[0].index_path,
+                &group[0].time_path,
+                &group[0].txn_path,
+            ] {
                 remove_if_there(&self.io, p)?;
             }
             crash_point(3).map_err(io_err(&swap))?;
@@ -393,6 +414,21 @@ impl PartitionLog {
                     .rewrite(&self.io, &seg.index_path, &seg.time_path)
                     .map_err(io_err(&seg.index_path))?;
             }
+            // The aborted-transaction entries of the replaced segments carry over (their
+            // data is gone; the entries only answer what readers may still ask).
+            let entries: Vec<AbortedTxnEntry> = group
+                .iter()
+                .flat_map(|g| g.txns.read().entries.clone())
+                .collect();
+            if !entries.is_empty() {
+                crate::txn_index::rewrite(&self.io, &seg.txn_path, &entries)
+                    .map_err(io_err(&seg.txn_path))?;
+            }
+            {
+                let mut t = seg.txns.write();
+                t.persisted = entries.len();
+                t.entries = entries;
+            }
             segs.splice(at..at + group.len(), [Arc::new(seg)]);
             self.unsynced
                 .lock()
@@ -403,6 +439,17 @@ impl PartitionLog {
         stats.segments_after += 1;
         Ok(true)
     }
+}
+
+/// Whether `h` is a data batch of an aborted transaction.
+fn is_aborted(aborted: &[AbortedTxnEntry], h: &BatchHeader) -> bool {
+    h.is_transactional()
+        && !h.is_control()
+        && aborted.iter().any(|e| {
+            e.producer_id == h.producer_id
+                && e.first_offset <= h.base_offset
+                && h.last_offset() < e.last_offset
+        })
 }
 
 /// The first record timestamp of a segment (its first batch's base timestamp).
@@ -467,6 +514,8 @@ fn each_batch(
 
 /// The new segment being written: buffered writes and its indexes.
 struct Output {
+    io: Io,
+    path: PathBuf,
     file: File,
     base: i64,
     interval: u32,
@@ -482,6 +531,8 @@ impl Output {
             .open(path, OpenMode::CreateTruncate)
             .map_err(io_err(path))?;
         Ok(Output {
+            io: io.clone(),
+            path: path.to_path_buf(),
             file,
             base,
             interval: interval.max(1),
@@ -493,6 +544,10 @@ impl Output {
     }
 
     fn write(&mut self, bytes: &[u8], h: &BatchHeader) -> Result<bool, LogError> {
+        if self.buf.len() + bytes.len() > IO_CHUNK && !self.buf.is_empty() {
+            // Bounded memory: the group is written out a chunk at a time.
+            self.flush()?;
+        }
         let at = self.pos + self.buf.len() as u64;
         self.idx.on_append(
             self.base,
@@ -507,11 +562,12 @@ impl Output {
         Ok(true)
     }
 
-    fn flush(&mut self, io: &Io, path: &Path) -> Result<(), LogError> {
+    fn flush(&mut self) -> Result<(), LogError> {
         if !self.buf.is_empty() {
-            io.storage
+            self.io
+                .storage
                 .write_at(&self.file, &[&self.buf], self.pos)
-                .map_err(io_err(path))?;
+                .map_err(io_err(&self.path))?;
             self.pos += self.buf.len() as u64;
             self.buf.clear();
         }
@@ -519,9 +575,12 @@ impl Output {
     }
 
     /// Writes what is buffered and fsyncs; returns the size and the indexes.
-    fn finish(mut self, io: &Io, path: &Path) -> Result<(u64, Indexes), LogError> {
-        self.flush(io, path)?;
-        io.storage.sync_data(&self.file).map_err(io_err(path))?;
+    fn finish(mut self) -> Result<(u64, Indexes), LogError> {
+        self.flush()?;
+        self.io
+            .storage
+            .sync_data(&self.file)
+            .map_err(io_err(&self.path))?;
         self.idx.maybe_add_time_entry(self.base);
         Ok((self.pos, self.idx))
     }
@@ -563,7 +622,7 @@ pub(crate) fn recover_swaps(io: &Io, dir: &Path, max_batch: usize) -> std::io::R
             };
             let replaced =
                 (b > base && b < next) || (b == base && ext != "log" && ext != "log.swap");
-            if replaced && (ext == "log" || ext == "index" || ext == "timeindex") {
+            if replaced && matches!(ext, "log" | "index" | "timeindex" | "txnindex") {
                 io.storage.remove_file(&dir.join(other))?;
             }
         }

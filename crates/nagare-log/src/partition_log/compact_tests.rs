@@ -305,3 +305,50 @@ fn keyless_records_and_compressed_batches() {
         .iter()
         .any(|r| r.1 == "a" && r.2.as_deref() == Some("1")));
 }
+
+#[test]
+fn aborted_data_never_wins_and_open_transactions_are_not_cleaned() {
+    use crate::control::{build_control_batch, set_producer};
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), config(600)).unwrap();
+    let txn = |log: &PartitionLog, pid: i64, key: &str, value: &str| {
+        let mut b = build_batch(&[kv(key, Some(value), 1)]);
+        set_producer(&mut b, pid, 0, 0, true);
+        log.append(&mut b).unwrap();
+    };
+    fill(&log, 20, 2, 1); // k0, k1 committed (non-transactional)
+    txn(&log, 7, "k0", "aborted");
+    let mut m = build_control_batch(7, 0, false, 0, 1);
+    log.append(&mut m).unwrap();
+    txn(&log, 8, "k1", "committed-txn");
+    let mut m = build_control_batch(8, 0, true, 0, 1);
+    log.append(&mut m).unwrap();
+    // An open transaction (pid 9) holds the LSO back.
+    txn(&log, 9, "k1", "open");
+    let lso = log.last_stable_offset();
+    fill(&log, 60, 1, 1);
+    assert!(log.last_stable_offset() == lso && lso < log.log_end_offset());
+    let mut cleaner = Cleaner::new(1 << 20, None);
+    log.clean(&mut cleaner, &eager(), 10).unwrap();
+    assert!(
+        log.first_dirty_offset() <= lso,
+        "nothing past the LSO is cleaned"
+    );
+    let rows = all(&log);
+    assert!(!rows.iter().any(|r| r.2.as_deref() == Some("aborted")));
+    assert_eq!(
+        rows.iter()
+            .rfind(|r| r.1 == "k0" && r.0 < lso)
+            .unwrap()
+            .2
+            .as_deref(),
+        Some("v18"),
+        "k0's latest committed value stays: {rows:?}"
+    );
+    assert!(rows.iter().any(|r| r.2.as_deref() == Some("committed-txn")));
+    assert!(rows.iter().any(|r| r.2.as_deref() == Some("open")));
+    // Reopened, the cleaned log still answers read-committed readers.
+    drop(log);
+    let log = PartitionLog::open(dir.path(), config(600)).unwrap();
+    assert_eq!(all(&log), rows);
+}

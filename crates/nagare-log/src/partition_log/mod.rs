@@ -106,10 +106,10 @@ pub struct PartitionLog {
     /// covered: the difference is the size of the next fsync (`nagare_log_fsync_size_bytes`).
     written: AtomicU64,
     synced_written: AtomicU64,
-    /// Open transactions (see `txn`).
-    txn: Mutex<txn::TxnState>,
     /// Held by a compaction pass (`compact.rs`), so two never run on one log.
     cleaning: Mutex<()>,
+    /// Open transactions (see `txn`).
+    txn: Mutex<txn::TxnState>,
 }
 
 struct Writer {

@@ -166,8 +166,8 @@ impl PartitionLog {
             changed: AtomicBool::new(changed),
             written: AtomicU64::new(0),
             synced_written: AtomicU64::new(0),
-            txn: Mutex::new(txn),
             cleaning: Mutex::new(()),
+            txn: Mutex::new(txn),
         })
     }
 }

@@ -108,6 +108,7 @@ fn bench(args: &CompactArgs, dir: &std::path::Path) -> anyhow::Result<()> {
         (args.io_max_bytes_per_sec > 0).then_some(args.io_max_bytes_per_sec),
     );
     let started = Instant::now();
+    let cpu_before = cpu_seconds();
     let (mut processed, mut read, mut passes) = (0u64, 0u64, 0);
     loop {
         let stats = log
@@ -121,6 +122,7 @@ fn bench(args: &CompactArgs, dir: &std::path::Path) -> anyhow::Result<()> {
         }
     }
     let secs = started.elapsed().as_secs_f64();
+    let cpu = cpu_seconds().zip(cpu_before).map(|(a, b)| a - b);
     let after = log.size_bytes();
     println!(
         "cleaned in {passes} pass(es), {:.2} s: {:.1} MB of log processed ({:.1} MB read), {:.1} MB left",
@@ -133,6 +135,26 @@ fn bench(args: &CompactArgs, dir: &std::path::Path) -> anyhow::Result<()> {
         "compaction throughput: {:.1} MB/s (log processed per second)",
         processed as f64 / secs.max(1e-9) / 1e6
     );
+    if let Some(cpu) = cpu {
+        // On a shared machine wall time includes waiting for a core; CPU time does not.
+        println!(
+            "cpu time {:.2} s: {:.1} MB/s per busy core",
+            cpu,
+            processed as f64 / cpu.max(1e-9) / 1e6
+        );
+    }
     log.close().context("close")?;
     Ok(())
+}
+
+/// User + system CPU seconds of this process so far (Linux `/proc/self/stat`).
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    // Clock ticks are 100 a second on Linux.
+    Some((utime + stime) / 100.0)
 }
