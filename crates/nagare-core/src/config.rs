@@ -385,11 +385,15 @@ impl TopicConfig {
         Ok(config)
     }
 
-    /// The names whose value differs from `defaults` or were set explicitly: a topic
-    /// stored before overrides were recorded has none recorded, so differing values are
-    /// what tell its overrides.
+    /// The names set explicitly; for a topic with none recorded (stored before overrides
+    /// were), the names whose value differs from `defaults`.
     pub fn effective_overrides(&self, defaults: &TopicConfig) -> BTreeMap<String, String> {
         let mut out = self.overrides.clone();
+        // Recorded overrides are the whole truth: inferring more would pin values
+        // derived from them (nagare.flush from flush.ms) past their removal.
+        if !out.is_empty() {
+            return out;
+        }
         let base = defaults.entries();
         for (key, value) in self.entries() {
             if base.get(key) != Some(&value) && !out.contains_key(key) {
@@ -687,6 +691,11 @@ mod tests {
         let moved = TopicConfig::with_overrides(&defaults, &c.overrides).unwrap();
         assert_eq!(moved.retention_ms, 1000);
         assert_eq!(moved.segment_ms, 5000);
+        // A derived value does not outlive the override it came from.
+        let mut f = TopicConfig::default();
+        f.set("flush.ms", "100").unwrap();
+        let over = f.effective_overrides(&TopicConfig::default());
+        assert_eq!(over.len(), 1);
     }
 
     #[test]

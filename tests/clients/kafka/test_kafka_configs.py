@@ -332,3 +332,24 @@ def test_java_admin_client(nagare):
          "nagare.AdminConfigsTest", nagare.kafka],
         capture_output=True, timeout=120, text=True)
     assert r.returncode == 0 and "OK admin" in r.stdout, r.stdout + r.stderr
+
+
+def test_log_append_time_replaces_producer_timestamps(nagare):
+    from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME
+    a = admin(nagare)
+    create(a, "lat", config={"message.timestamp.type": "LogAppendTime"})
+    before = int(time.time() * 1000)
+    p = Producer({"bootstrap.servers": nagare.kafka})
+    p.produce("lat", b"old", timestamp=1000)
+    assert p.flush(10) == 0
+    c = Consumer({"bootstrap.servers": nagare.kafka, "group.id": "lat-g", "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition("lat", 0, 0)])
+    m = None
+    deadline = time.time() + 20
+    while m is None and time.time() < deadline:
+        m = c.poll(0.5)
+    c.close()
+    assert m is not None and not m.error()
+    kind, ts = m.timestamp()
+    assert kind == TIMESTAMP_LOG_APPEND_TIME
+    assert before - 1000 <= ts <= int(time.time() * 1000) + 1000
