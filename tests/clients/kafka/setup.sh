@@ -22,6 +22,8 @@ if [ ! -f target/classes/nagare/KafkaClientTest.class ] || [ ! -d target/lib ] \
    || [ src/main/java/nagare/AclClientTest.java -nt target/classes/nagare/AclClientTest.class ] \
    || [ ! -f target/classes/nagare/TxnClientTest.class ] \
    || [ src/main/java/nagare/TxnClientTest.java -nt target/classes/nagare/TxnClientTest.class ] \
+   || [ ! -f target/classes/nagare/ProducerStateTest.class ] \
+   || [ src/main/java/nagare/ProducerStateTest.java -nt target/classes/nagare/ProducerStateTest.class ] \
    || [ pom.xml -nt target/classes/nagare/KafkaClientTest.class ]; then
   mvn -q -B package -DskipTests
 fi

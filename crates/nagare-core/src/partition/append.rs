@@ -321,6 +321,9 @@ impl Partition {
                     _ => false,
                 },
             });
+            if let Some(b) = entry.batches.back() {
+                entry.last_timestamp = entry.last_timestamp.max(b.max_timestamp);
+            }
         }
         drop(producers);
         for (i, (p, decision)) in group.into_iter().zip(decisions).enumerate() {

@@ -94,6 +94,7 @@ async fn lso_stops_at_an_open_transaction_until_its_marker() {
     assert_eq!(states[0].producer_id, 7);
     assert_eq!(states[0].last_sequence, 1);
     assert_eq!(states[0].coordinator_epoch, 5);
+    assert!(states[0].last_timestamp >= 1_700_000_000_000);
     assert_eq!(states[0].current_txn_start_offset, -1);
 }
 
