@@ -16,18 +16,12 @@ fi
 command -v kcat >/dev/null || { echo "kcat could not be installed" >&2; exit 1; }
 
 cd "$here/java"
-if [ ! -f target/classes/nagare/KafkaClientTest.class ] || [ ! -d target/lib ] \
-   || [ src/main/java/nagare/KafkaClientTest.java -nt target/classes/nagare/KafkaClientTest.class ] \
-   || [ ! -f target/classes/nagare/AclClientTest.class ] \
-   || [ src/main/java/nagare/AclClientTest.java -nt target/classes/nagare/AclClientTest.class ] \
-   || [ ! -f target/classes/nagare/ProducerStateTest.class ] \
-   || [ src/main/java/nagare/ProducerStateTest.java -nt target/classes/nagare/ProducerStateTest.class ] \
-   || [ ! -f target/classes/nagare/TxnClientTest.class ] \
-   || [ src/main/java/nagare/TxnClientTest.java -nt target/classes/nagare/TxnClientTest.class ] \
-   || [ ! -f target/classes/nagare/AdminConfigsTest.class ] \
-   || [ src/main/java/nagare/AdminConfigsTest.java -nt target/classes/nagare/AdminConfigsTest.class ] \
-   || [ pom.xml -nt target/classes/nagare/KafkaClientTest.class ]; then
+# Rebuild when any source (or the pom) is newer than the last build.
+stamp=target/.built
+if [ ! -f "$stamp" ] || [ ! -d target/lib ] \
+   || [ -n "$(find src pom.xml -newer "$stamp" -type f | head -1)" ]; then
   mvn -q -B package -DskipTests
+  touch "$stamp"
 fi
 ls target/lib/kafka-clients-*.jar >/dev/null
 echo "kafka client tests ready: kcat $(kcat -V 2>&1 | grep -o 'librdkafka [0-9.]*' | head -1), java client in $here/java/target"

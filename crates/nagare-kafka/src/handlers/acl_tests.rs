@@ -841,3 +841,146 @@ async fn describe_cluster_and_authorized_operations() {
     .await;
     assert_eq!(r.cluster_authorized_operations, i32::MIN, "not asked for");
 }
+
+/// Transactional ids as Kafka checks them: Write on the id for InitProducerId,
+/// AddPartitionsToTxn and EndTxn (53 without it), Write on the topics added (29),
+/// Describe on the id for FindCoordinator, DescribeTransactions and ListTransactions.
+#[tokio::test]
+async fn transactional_id_checks() {
+    const TXN_ID_AUTHORIZATION_FAILED: i16 = 53;
+    let dir = tempfile::tempdir().unwrap();
+    let s = state(dir.path());
+    let admin = user(&s, "admin");
+    let alice = user(&s, "alice");
+    let bob = user(&s, "bob");
+    let init = |session: Arc<Session>| {
+        let s = s.clone();
+        async move {
+            let r: InitProducerIdResponse = call(
+                &s,
+                &session,
+                ApiKey::InitProducerId,
+                4,
+                &InitProducerIdRequest::default()
+                    .with_transactional_id(Some(TransactionalId(str_bytes("tx"))))
+                    .with_transaction_timeout_ms(60_000)
+                    .with_producer_id(ProducerId(-1))
+                    .with_producer_epoch(-1),
+            )
+            .await;
+            (r.error_code, r.producer_id.0, r.producer_epoch)
+        }
+    };
+    let find = |session: Arc<Session>| {
+        let s = s.clone();
+        async move {
+            let r: FindCoordinatorResponse = call(
+                &s,
+                &session,
+                ApiKey::FindCoordinator,
+                3,
+                &FindCoordinatorRequest::default()
+                    .with_key(str_bytes("tx"))
+                    .with_key_type(1),
+            )
+            .await;
+            r.error_code
+        }
+    };
+    assert_eq!(init(alice.clone()).await.0, TXN_ID_AUTHORIZATION_FAILED);
+    assert_eq!(find(alice.clone()).await, TXN_ID_AUTHORIZATION_FAILED);
+    // Write on the transactional id (resource type 5) implies Describe.
+    assert_eq!(
+        create_acls(&s, &admin, vec![creation(5, "tx", 3, "User:alice", 4, 3)]).await,
+        [0]
+    );
+    assert_eq!(find(alice.clone()).await, 0);
+    let (code, pid, epoch) = init(alice.clone()).await;
+    assert_eq!(code, 0);
+    let add = |session: Arc<Session>| {
+        let s = s.clone();
+        async move {
+            let r: AddPartitionsToTxnResponse = call(
+                &s,
+                &session,
+                ApiKey::AddPartitionsToTxn,
+                3,
+                &AddPartitionsToTxnRequest::default()
+                    .with_v3_and_below_transactional_id(TransactionalId(str_bytes("tx")))
+                    .with_v3_and_below_producer_id(ProducerId(pid))
+                    .with_v3_and_below_producer_epoch(epoch)
+                    .with_v3_and_below_topics(vec![
+                        add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+                            .with_name(TopicName(str_bytes("open")))
+                            .with_partitions(vec![0]),
+                    ]),
+            )
+            .await;
+            r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+        }
+    };
+    assert_eq!(add(bob.clone()).await, TXN_ID_AUTHORIZATION_FAILED);
+    assert_eq!(add(alice.clone()).await, TOPIC_AUTHORIZATION_FAILED);
+    assert_eq!(
+        create_acls(&s, &admin, vec![creation(2, "open", 3, "User:alice", 4, 3)]).await,
+        [0]
+    );
+    assert_eq!(add(alice.clone()).await, 0);
+    let end = |session: Arc<Session>| {
+        let s = s.clone();
+        async move {
+            let r: EndTxnResponse = call(
+                &s,
+                &session,
+                ApiKey::EndTxn,
+                3,
+                &EndTxnRequest::default()
+                    .with_transactional_id(TransactionalId(str_bytes("tx")))
+                    .with_producer_id(ProducerId(pid))
+                    .with_producer_epoch(epoch)
+                    .with_committed(true),
+            )
+            .await;
+            r.error_code
+        }
+    };
+    assert_eq!(end(bob.clone()).await, TXN_ID_AUTHORIZATION_FAILED);
+    assert_eq!(end(alice.clone()).await, 0);
+    let describe = |session: Arc<Session>| {
+        let s = s.clone();
+        async move {
+            let r: DescribeTransactionsResponse = call(
+                &s,
+                &session,
+                ApiKey::DescribeTransactions,
+                0,
+                &DescribeTransactionsRequest::default()
+                    .with_transactional_ids(vec![TransactionalId(str_bytes("tx"))]),
+            )
+            .await;
+            let t = &r.transaction_states[0];
+            (t.error_code, t.transaction_state.to_string())
+        }
+    };
+    assert_eq!(describe(bob.clone()).await.0, TXN_ID_AUTHORIZATION_FAILED);
+    assert_eq!(
+        describe(alice.clone()).await,
+        (0, "CompleteCommit".to_string())
+    );
+    let list = |session: Arc<Session>| {
+        let s = s.clone();
+        async move {
+            let r: ListTransactionsResponse = call(
+                &s,
+                &session,
+                ApiKey::ListTransactions,
+                1,
+                &ListTransactionsRequest::default().with_duration_filter(-1),
+            )
+            .await;
+            r.transaction_states.len()
+        }
+    };
+    assert_eq!(list(bob).await, 0);
+    assert_eq!(list(alice).await, 1);
+}
