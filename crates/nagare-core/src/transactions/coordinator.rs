@@ -6,6 +6,13 @@
 //! made), wait for the fsync without the lock, then apply it (or give it up if storing
 //! failed). Ending a transaction is three such steps: the decision (PrepareCommit or
 //! PrepareAbort), the markers and offsets, the completion.
+//!
+//! Only the decision is waited for by EndTxn, as in Kafka: once it is fsynced the outcome
+//! is settled (a restart finishes a prepared transaction), so the markers and the
+//! completion run in the background, and a request of the same producer arriving
+//! meanwhile waits for them ([`TransactionCoordinator::transit`]). The completion is not
+//! fsynced on its own: every marker is durable before it is pushed, and if it is lost a
+//! restart finds the transaction prepared and writes the (idempotent) markers again.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -118,6 +125,7 @@ impl TransactionCoordinator {
     /// lock is released.
     fn decide<R>(
         &self,
+        durable: bool,
         f: impl FnOnce(&mut Transactions) -> Result<R, TxnError>,
         transition: impl FnOnce(&R) -> Option<&Transition>,
     ) -> Result<(R, Ticket), TxnError> {
@@ -129,7 +137,7 @@ impl TransactionCoordinator {
                     id: t.id.clone(),
                     meta: t.next.clone(),
                 }],
-                true,
+                durable,
             ),
             None => Ticket::ready(),
         };
@@ -168,11 +176,20 @@ impl TransactionCoordinator {
         &self,
         f: impl Fn(&mut Transactions) -> Result<Option<Transition>, TxnError>,
     ) -> Result<Option<Transition>, TxnError> {
+        self.transit_stored(true, f).await
+    }
+
+    /// [`TransactionCoordinator::transit`], fsynced or not.
+    async fn transit_stored(
+        &self,
+        durable: bool,
+        f: impl Fn(&mut Transactions) -> Result<Option<Transition>, TxnError>,
+    ) -> Result<Option<Transition>, TxnError> {
         let give_up = tokio::time::Instant::now() + BUSY_WAIT;
         loop {
             self.log.reserve().await;
             let settled = self.settled.notified();
-            match self.decide(&f, |t| t.as_ref()) {
+            match self.decide(durable, &f, |t| t.as_ref()) {
                 Ok((t, ticket)) => {
                     if let Some(t) = &t {
                         self.settle(t, ticket).await?;
@@ -209,6 +226,7 @@ impl TransactionCoordinator {
             self.log.reserve().await;
             let now = now_ms();
             let (step, ticket) = self.decide(
+                true,
                 |s| s.init_producer_id(id, timeout_ms, expected, fresh, now),
                 |step| match step {
                     InitStep::Store(t) | InitStep::FenceOngoing(t) => Some(t),
@@ -308,10 +326,9 @@ impl TransactionCoordinator {
         .map(|_| ())
     }
 
-    /// EndTxn: stores the decision, writes the markers, hands committed offsets to their
-    /// groups and completes the transaction. Answers once the decision is stored; if the
-    /// markers cannot be written now, they are retried in the background (the decision
-    /// stands, as in Kafka).
+    /// EndTxn: stores the decision and answers; the markers, the committed offsets and
+    /// the completion follow in the background (retried until done: the decision stands,
+    /// as in Kafka).
     pub async fn end_txn(
         self: &Arc<Self>,
         id: &str,
@@ -324,7 +341,11 @@ impl TransactionCoordinator {
             .transit(|s| s.end_txn(id, producer_id, epoch, commit, now))
             .await?;
         if decided.is_some() {
-            self.finish_or_retry_later(id).await;
+            let this = self.clone();
+            let id = id.to_string();
+            drop(tokio::spawn(async move {
+                this.finish_or_retry_later(&id).await
+            }));
         }
         Ok(())
     }
@@ -365,7 +386,7 @@ impl TransactionCoordinator {
                 .map_err(|e| format!("offsets: {e}"))?;
         }
         let now = now_ms();
-        self.transit(|s| Ok(s.complete(id, now)))
+        self.transit_stored(false, |s| Ok(s.complete(id, now)))
             .await
             .map(|_| ())
             .map_err(|e| format!("completion: {e}"))

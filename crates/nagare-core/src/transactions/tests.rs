@@ -402,6 +402,13 @@ async fn coordinator_commits_offsets_and_recovers_decisions() {
     let fetched = core.groups.fetch_offsets("g", None);
     assert!(fetched.is_empty(), "not committed before the transaction");
     tc.end_txn("tx", p, e, true).await.unwrap();
+    // EndTxn answers once the decision is stored; the rest follows in the background.
+    for _ in 0..500 {
+        if tc.get("tx").unwrap().state == TxnState::CompleteCommit {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     let fetched = core.groups.fetch_offsets("g", None);
     assert_eq!(fetched.len(), 1);
     assert_eq!(fetched[0].1.as_ref().map(|o| o.offset), Some(42));
