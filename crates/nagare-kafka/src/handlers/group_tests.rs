@@ -5,49 +5,13 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, Encodable};
-use nagare_core::{Broker, BrokerConfig, Subsystems};
 
 use super::str_bytes;
-use crate::{Config, KafkaState};
+use super::test_support::{self, call_anonymous as call};
+use crate::KafkaState;
 
 fn state(dir: &std::path::Path) -> Arc<KafkaState> {
-    let broker = Broker::open(BrokerConfig {
-        data_dir: dir.to_path_buf(),
-        ..BrokerConfig::default()
-    })
-    .unwrap();
-    broker.topic_or_create("t").unwrap();
-    let (core, tasks) = Subsystems::open(
-        &broker,
-        Config::default().group_config(),
-        Default::default(),
-    )
-    .unwrap();
-    tasks.spawn();
-    Arc::new(KafkaState::with_address(
-        broker,
-        &core,
-        Config::default(),
-        "127.0.0.1".into(),
-        9092,
-    ))
-}
-
-async fn call<Req: Encodable, Resp: Decodable>(
-    state: &Arc<KafkaState>,
-    key: ApiKey,
-    version: i16,
-    msg: &Req,
-) -> Resp {
-    super::acl_tests::call(
-        state,
-        &crate::session::Session::for_tests(state),
-        key,
-        version,
-        msg,
-    )
-    .await
+    test_support::state_with(dir, Default::default(), &["t"])
 }
 
 fn group(s: &str) -> GroupId {
