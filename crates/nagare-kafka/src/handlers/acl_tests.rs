@@ -326,18 +326,11 @@ async fn topic_checks_follow_acl_changes_on_a_live_connection() {
     assert!(s.broker.topic("brand-new").is_none(), "not auto-created");
     // Admin grants alice Read and Write on topics starting with "op" (one prefixed ACL
     // each), on alice's open connection: her cache must forget its refusals.
-    assert_eq!(
-        create_acls(
-            &s,
-            &admin,
-            vec![
-                creation(2, "op", 4, "User:alice", 4, 3),
-                creation(2, "op", 4, "User:alice", 3, 3),
-            ]
-        )
-        .await,
-        [0, 0]
-    );
+    let acls = vec![
+        creation(2, "op", 4, "User:alice", 4, 3),
+        creation(2, "op", 4, "User:alice", 3, 3),
+    ];
+    assert_eq!(create_acls(&s, &admin, acls).await, [0, 0]);
     assert_eq!(produce(&s, &alice, "open").await, 0);
     assert_eq!(fetch(&s, &alice, "open", 12).await, 0);
     assert_eq!(fetch(&s, &alice, "open", 13).await, 0);
@@ -426,17 +419,12 @@ async fn idempotent_producers_need_idempotent_write_or_write_on_some_topic() {
     let s = state(dir.path());
     let admin = user(&s, "admin");
     let alice = user(&s, "alice");
+    let init_request = InitProducerIdRequest::default()
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1);
     let init = async |session: &Arc<Session>| {
-        let r: InitProducerIdResponse = call(
-            &s,
-            session,
-            ApiKey::InitProducerId,
-            4,
-            &InitProducerIdRequest::default()
-                .with_producer_id(ProducerId(-1))
-                .with_producer_epoch(-1),
-        )
-        .await;
+        let r: InitProducerIdResponse =
+            call(&s, session, ApiKey::InitProducerId, 4, &init_request).await;
         r.error_code
     };
     assert_eq!(init(&alice).await, CLUSTER_AUTHORIZATION_FAILED);
@@ -534,18 +522,11 @@ async fn group_checks() {
     .await;
     assert!(lg.groups.is_empty());
     // Read on the group and on "open" only.
-    assert_eq!(
-        create_acls(
-            &s,
-            &admin,
-            vec![
-                creation(3, "g1", 3, "User:alice", 3, 3),
-                creation(2, "open", 3, "User:alice", 3, 3),
-            ]
-        )
-        .await,
-        [0, 0]
-    );
+    let acls = vec![
+        creation(3, "g1", 3, "User:alice", 3, 3),
+        creation(2, "open", 3, "User:alice", 3, 3),
+    ];
+    assert_eq!(create_acls(&s, &admin, acls).await, [0, 0]);
     assert_eq!(find(&alice, 4).await, 0);
     let lg: ListGroupsResponse = call(
         &s,
@@ -655,48 +636,32 @@ async fn group_refusals_at_every_version() {
     let s = state(dir.path());
     let bob = user(&s, "bob");
     let g = || GroupId(str_bytes("g"));
-    let join = |_| {
+    let req = |_| {
         JoinGroupRequest::default()
             .with_group_id(g())
             .with_session_timeout_ms(10_000)
             .with_protocol_type(str_bytes("consumer"))
     };
-    let join_code = |r: &JoinGroupResponse, _| r.error_code;
-    refused_at(&s, &bob, ApiKey::JoinGroup, 0..=9, join, join_code).await;
-    let sync = |_| SyncGroupRequest::default().with_group_id(g());
-    let sync_code = |r: &SyncGroupResponse, _| r.error_code;
-    refused_at(&s, &bob, ApiKey::SyncGroup, 0..=5, sync, sync_code).await;
-    let leave = |v| match v {
+    let code = |r: &JoinGroupResponse, _| r.error_code;
+    refused_at(&s, &bob, ApiKey::JoinGroup, 0..=9, req, code).await;
+    let req = |_| SyncGroupRequest::default().with_group_id(g());
+    let code = |r: &SyncGroupResponse, _| r.error_code;
+    refused_at(&s, &bob, ApiKey::SyncGroup, 0..=5, req, code).await;
+    let req = |v| match v {
         3.. => LeaveGroupRequest::default()
             .with_group_id(g())
             .with_members(vec![leave_group_request::MemberIdentity::default()]),
         _ => LeaveGroupRequest::default().with_group_id(g()),
     };
-    let leave_code = |r: &LeaveGroupResponse, _| r.error_code;
-    refused_at(&s, &bob, ApiKey::LeaveGroup, 0..=5, leave, leave_code).await;
-    let describe = |_| DescribeGroupsRequest::default().with_groups(vec![g()]);
-    let describe_code = |r: &DescribeGroupsResponse, _| r.groups[0].error_code;
-    refused_at(
-        &s,
-        &bob,
-        ApiKey::DescribeGroups,
-        0..=5,
-        describe,
-        describe_code,
-    )
-    .await;
-    let heartbeat = |_| HeartbeatRequest::default().with_group_id(g());
-    let heartbeat_code = |r: &HeartbeatResponse, _| r.error_code;
-    refused_at(
-        &s,
-        &bob,
-        ApiKey::Heartbeat,
-        0..=4,
-        heartbeat,
-        heartbeat_code,
-    )
-    .await;
-    let offset_fetch = |v| match v {
+    let code = |r: &LeaveGroupResponse, _| r.error_code;
+    refused_at(&s, &bob, ApiKey::LeaveGroup, 0..=5, req, code).await;
+    let req = |_| DescribeGroupsRequest::default().with_groups(vec![g()]);
+    let code = |r: &DescribeGroupsResponse, _| r.groups[0].error_code;
+    refused_at(&s, &bob, ApiKey::DescribeGroups, 0..=5, req, code).await;
+    let req = |_| HeartbeatRequest::default().with_group_id(g());
+    let code = |r: &HeartbeatResponse, _| r.error_code;
+    refused_at(&s, &bob, ApiKey::Heartbeat, 0..=4, req, code).await;
+    let req = |v| match v {
         8.. => OffsetFetchRequest::default().with_groups(vec![
             offset_fetch_request::OffsetFetchRequestGroup::default()
                 .with_group_id(g())
@@ -710,34 +675,18 @@ async fn group_refusals_at_every_version() {
                     .with_partition_indexes(vec![0]),
             ])),
     };
-    let offset_fetch_code = |r: &OffsetFetchResponse, v| match v {
+    let code = |r: &OffsetFetchResponse, v| match v {
         8.. => r.groups[0].error_code,
         2.. => r.error_code,
         _ => r.topics[0].partitions[0].error_code,
     };
-    refused_at(
-        &s,
-        &bob,
-        ApiKey::OffsetFetch,
-        1..=9,
-        offset_fetch,
-        offset_fetch_code,
-    )
-    .await;
-    let delete = |_| DeleteGroupsRequest::default().with_groups_names(vec![g()]);
-    let delete_code = |r: &DeleteGroupsResponse, _| r.results[0].error_code;
-    refused_at(&s, &bob, ApiKey::DeleteGroups, 0..=2, delete, delete_code).await;
-    let offset_delete = |_| OffsetDeleteRequest::default().with_group_id(g());
-    let offset_delete_code = |r: &OffsetDeleteResponse, _| r.error_code;
-    refused_at(
-        &s,
-        &bob,
-        ApiKey::OffsetDelete,
-        0..=0,
-        offset_delete,
-        offset_delete_code,
-    )
-    .await;
+    refused_at(&s, &bob, ApiKey::OffsetFetch, 1..=9, req, code).await;
+    let req = |_| DeleteGroupsRequest::default().with_groups_names(vec![g()]);
+    let code = |r: &DeleteGroupsResponse, _| r.results[0].error_code;
+    refused_at(&s, &bob, ApiKey::DeleteGroups, 0..=2, req, code).await;
+    let req = |_| OffsetDeleteRequest::default().with_group_id(g());
+    let code = |r: &OffsetDeleteResponse, _| r.error_code;
+    refused_at(&s, &bob, ApiKey::OffsetDelete, 0..=0, req, code).await;
     // ListGroups is not refused: it lists only the groups the session may describe.
     for v in 0..=5 {
         let r: ListGroupsResponse = call(
@@ -789,32 +738,22 @@ async fn transactional_id_checks() {
     let admin = user(&s, "admin");
     let alice = user(&s, "alice");
     let bob = user(&s, "bob");
+    let init_request = InitProducerIdRequest::default()
+        .with_transactional_id(Some(TransactionalId(str_bytes("tx"))))
+        .with_transaction_timeout_ms(60_000)
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1);
     let init = async |session: &Arc<Session>| {
-        let r: InitProducerIdResponse = call(
-            &s,
-            session,
-            ApiKey::InitProducerId,
-            4,
-            &InitProducerIdRequest::default()
-                .with_transactional_id(Some(TransactionalId(str_bytes("tx"))))
-                .with_transaction_timeout_ms(60_000)
-                .with_producer_id(ProducerId(-1))
-                .with_producer_epoch(-1),
-        )
-        .await;
+        let r: InitProducerIdResponse =
+            call(&s, session, ApiKey::InitProducerId, 4, &init_request).await;
         (r.error_code, r.producer_id.0, r.producer_epoch)
     };
+    let find_request = FindCoordinatorRequest::default()
+        .with_key(str_bytes("tx"))
+        .with_key_type(1);
     let find = async |session: &Arc<Session>| {
-        let r: FindCoordinatorResponse = call(
-            &s,
-            session,
-            ApiKey::FindCoordinator,
-            3,
-            &FindCoordinatorRequest::default()
-                .with_key(str_bytes("tx"))
-                .with_key_type(1),
-        )
-        .await;
+        let r: FindCoordinatorResponse =
+            call(&s, session, ApiKey::FindCoordinator, 3, &find_request).await;
         r.error_code
     };
     assert_eq!(init(&alice).await.0, TXN_ID_AUTHORIZATION_FAILED);
@@ -827,23 +766,18 @@ async fn transactional_id_checks() {
     assert_eq!(find(&alice).await, 0);
     let (code, pid, epoch) = init(&alice).await;
     assert_eq!(code, 0);
+    let add_request = AddPartitionsToTxnRequest::default()
+        .with_v3_and_below_transactional_id(TransactionalId(str_bytes("tx")))
+        .with_v3_and_below_producer_id(ProducerId(pid))
+        .with_v3_and_below_producer_epoch(epoch)
+        .with_v3_and_below_topics(vec![
+            add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+                .with_name(TopicName(str_bytes("open")))
+                .with_partitions(vec![0]),
+        ]);
     let add = async |session: &Arc<Session>| {
-        let r: AddPartitionsToTxnResponse = call(
-            &s,
-            session,
-            ApiKey::AddPartitionsToTxn,
-            3,
-            &AddPartitionsToTxnRequest::default()
-                .with_v3_and_below_transactional_id(TransactionalId(str_bytes("tx")))
-                .with_v3_and_below_producer_id(ProducerId(pid))
-                .with_v3_and_below_producer_epoch(epoch)
-                .with_v3_and_below_topics(vec![
-                    add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
-                        .with_name(TopicName(str_bytes("open")))
-                        .with_partitions(vec![0]),
-                ]),
-        )
-        .await;
+        let r: AddPartitionsToTxnResponse =
+            call(&s, session, ApiKey::AddPartitionsToTxn, 3, &add_request).await;
         r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
     };
     assert_eq!(add(&bob).await, TXN_ID_AUTHORIZATION_FAILED);
@@ -853,31 +787,26 @@ async fn transactional_id_checks() {
         [0]
     );
     assert_eq!(add(&alice).await, 0);
+    let end_request = EndTxnRequest::default()
+        .with_transactional_id(TransactionalId(str_bytes("tx")))
+        .with_producer_id(ProducerId(pid))
+        .with_producer_epoch(epoch)
+        .with_committed(true);
     let end = async |session: &Arc<Session>| {
-        let r: EndTxnResponse = call(
-            &s,
-            session,
-            ApiKey::EndTxn,
-            3,
-            &EndTxnRequest::default()
-                .with_transactional_id(TransactionalId(str_bytes("tx")))
-                .with_producer_id(ProducerId(pid))
-                .with_producer_epoch(epoch)
-                .with_committed(true),
-        )
-        .await;
+        let r: EndTxnResponse = call(&s, session, ApiKey::EndTxn, 3, &end_request).await;
         r.error_code
     };
     assert_eq!(end(&bob).await, TXN_ID_AUTHORIZATION_FAILED);
     assert_eq!(end(&alice).await, 0);
+    let describe_request = DescribeTransactionsRequest::default()
+        .with_transactional_ids(vec![TransactionalId(str_bytes("tx"))]);
     let describe = async |session: &Arc<Session>| {
         let r: DescribeTransactionsResponse = call(
             &s,
             session,
             ApiKey::DescribeTransactions,
             0,
-            &DescribeTransactionsRequest::default()
-                .with_transactional_ids(vec![TransactionalId(str_bytes("tx"))]),
+            &describe_request,
         )
         .await;
         let t = &r.transaction_states[0];
@@ -885,15 +814,10 @@ async fn transactional_id_checks() {
     };
     assert_eq!(describe(&bob).await.0, TXN_ID_AUTHORIZATION_FAILED);
     assert_eq!(describe(&alice).await, (0, "CompleteCommit".to_string()));
+    let list_request = ListTransactionsRequest::default().with_duration_filter(-1);
     let list = async |session: &Arc<Session>| {
-        let r: ListTransactionsResponse = call(
-            &s,
-            session,
-            ApiKey::ListTransactions,
-            1,
-            &ListTransactionsRequest::default().with_duration_filter(-1),
-        )
-        .await;
+        let r: ListTransactionsResponse =
+            call(&s, session, ApiKey::ListTransactions, 1, &list_request).await;
         r.transaction_states.len()
     };
     assert_eq!(list(&bob).await, 0);

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use kafka_protocol::messages::alter_configs_request::AlterConfigsResource;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
-use nagare_core::security::Operation;
 
 use super::config_resources::{answer_each, replace, Refusal};
 use super::{decode, encode, Handler};
@@ -30,17 +29,12 @@ async fn handle(
     req: ParsedRequest,
 ) -> Result<Reply, KafkaError> {
     let request: AlterConfigsRequest = decode(&req)?;
-    let responses = answer_each(
-        &state,
-        &session,
-        Operation::AlterConfigs,
-        &request.resources,
-        |r, resource, answer: AlterConfigsResourceResponse| {
-            replace(&state, &resource, &configs(r)?, request.validate_only).map(|()| answer)
-        },
-    );
+    let act = |r: &AlterConfigsResource, resource, answer: AlterConfigsResourceResponse| {
+        replace(&state, &resource, &configs(r)?, request.validate_only).map(|()| answer)
+    };
+    let answers = answer_each(&state, &session, &request.resources, act);
     encode(
-        &AlterConfigsResponse::default().with_responses(responses),
+        &AlterConfigsResponse::default().with_responses(answers),
         req.version,
     )
 }

@@ -92,6 +92,8 @@ pub(crate) fn resolve(
 
 /// One resource of a config request, as the three APIs' request messages name it.
 pub(crate) trait NamedResource {
+    /// What the session must be allowed on the resource.
+    const OPERATION: Operation;
     /// `(resource_type, resource_name)`.
     fn named(&self) -> (i8, &StrBytes);
 }
@@ -107,8 +109,9 @@ pub(crate) trait ResourceAnswer: Default {
 /// Implements [`NamedResource`] and [`ResourceAnswer`] on messages with Kafka's field
 /// names (`resource_type`, `resource_name`, `error_code`, `error_message`).
 macro_rules! config_resource_messages {
-    (requests: $($q:ty),+; answers: $($a:ty),+ $(,)?) => {
+    (requests: $($q:ty => $op:ident),+; answers: $($a:ty),+ $(,)?) => {
         $(impl NamedResource for $q {
+            const OPERATION: Operation = Operation::$op;
             fn named(&self) -> (i8, &StrBytes) {
                 (self.resource_type, &self.resource_name)
             }
@@ -129,22 +132,21 @@ macro_rules! config_resource_messages {
 }
 
 config_resource_messages!(
-    requests: describe_configs_request::DescribeConfigsResource,
-        alter_configs_request::AlterConfigsResource,
-        incremental_alter_configs_request::AlterConfigsResource;
+    requests: describe_configs_request::DescribeConfigsResource => DescribeConfigs,
+        alter_configs_request::AlterConfigsResource => AlterConfigs,
+        incremental_alter_configs_request::AlterConfigsResource => AlterConfigs;
     answers: describe_configs_response::DescribeConfigsResult,
         alter_configs_response::AlterConfigsResourceResponse,
         incremental_alter_configs_response::AlterConfigsResourceResponse,
 );
 
 /// Answers every resource of a config request in order: each is resolved (the session
-/// may `op` it, it exists) and handed to `act` with its answer (named, error NONE) to
+/// may do the request's operation on it, it exists) and handed to `act` with its answer (named, error NONE) to
 /// fill in; a refusal of either becomes that answer's error code (counted) and message,
 /// the other resources going on.
 pub(crate) fn answer_each<Q: NamedResource, A: ResourceAnswer>(
     state: &KafkaState,
     session: &Session,
-    op: Operation,
     resources: &[Q],
     mut act: impl FnMut(&Q, Resource, A) -> Result<A, Refusal>,
 ) -> Vec<A> {
@@ -153,7 +155,7 @@ pub(crate) fn answer_each<Q: NamedResource, A: ResourceAnswer>(
         .map(|q| {
             let (resource_type, name) = q.named();
             let answer = || A::for_resource(resource_type, name.clone());
-            resolve(state, session, op, resource_type, name)
+            resolve(state, session, Q::OPERATION, resource_type, name)
                 .and_then(|resource| act(q, resource, answer()))
                 .unwrap_or_else(|(error, message)| {
                     answer().refused(error.counted(), str_bytes(message))

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 use nagare_core::config_catalog::{ConfigSource, ConfigType};
-use nagare_core::security::Operation;
 use nagare_core::{BrokerScope, ConfigEntry, ConfigSynonym};
 
 use super::config_resources::{answer_each, refusal, Resource};
@@ -30,36 +30,29 @@ async fn handle(
     req: ParsedRequest,
 ) -> Result<Reply, KafkaError> {
     let request: DescribeConfigsRequest = decode(&req)?;
-    let results = answer_each(
-        &state,
-        &session,
-        Operation::DescribeConfigs,
-        &request.resources,
-        |r, resource, result: DescribeConfigsResult| {
-            let entries = match &resource {
-                Resource::Topic(name) => {
-                    state.broker.describe_topic_configs(name).map_err(refusal)?
-                }
-                Resource::Broker(scope) => broker_entries(&state, *scope),
-            };
-            let keys = r.configuration_keys.as_ref();
-            let configs = entries
-                .into_iter()
-                .filter(|e| keys.is_none_or(|keys| keys.iter().any(|k| **k == *e.name)))
-                .map(|e| {
-                    to_wire(
-                        e,
-                        request.include_synonyms,
-                        request.include_documentation,
-                        req.version,
-                    )
-                })
-                .collect();
-            Ok(result.with_configs(configs))
-        },
-    );
+    let act = |r: &DescribeConfigsResource, resource, answer: DescribeConfigsResult| {
+        let entries = match &resource {
+            Resource::Topic(name) => state.broker.describe_topic_configs(name).map_err(refusal)?,
+            Resource::Broker(scope) => broker_entries(&state, *scope),
+        };
+        let keys = r.configuration_keys.as_ref();
+        let configs = entries
+            .into_iter()
+            .filter(|e| keys.is_none_or(|keys| keys.iter().any(|k| **k == *e.name)))
+            .map(|e| {
+                to_wire(
+                    e,
+                    request.include_synonyms,
+                    request.include_documentation,
+                    req.version,
+                )
+            })
+            .collect();
+        Ok(answer.with_configs(configs))
+    };
+    let answers = answer_each(&state, &session, &request.resources, act);
     encode(
-        &DescribeConfigsResponse::default().with_results(results),
+        &DescribeConfigsResponse::default().with_results(answers),
         req.version,
     )
 }

@@ -10,7 +10,6 @@ use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsRe
 use kafka_protocol::messages::{
     ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
-use nagare_core::security::Operation;
 
 use super::config_resources::{
     answer_each, current, effective_value, is_list, replace, Refusal, Resource,
@@ -39,17 +38,12 @@ async fn handle(
     req: ParsedRequest,
 ) -> Result<Reply, KafkaError> {
     let request: IncrementalAlterConfigsRequest = decode(&req)?;
-    let responses = answer_each(
-        &state,
-        &session,
-        Operation::AlterConfigs,
-        &request.resources,
-        |r, resource, answer: AlterConfigsResourceResponse| {
-            alter(&state, resource, r, request.validate_only).map(|()| answer)
-        },
-    );
+    let act = |r: &AlterConfigsResource, resource, answer: AlterConfigsResourceResponse| {
+        alter(&state, resource, r, request.validate_only).map(|()| answer)
+    };
+    let answers = answer_each(&state, &session, &request.resources, act);
     encode(
-        &IncrementalAlterConfigsResponse::default().with_responses(responses),
+        &IncrementalAlterConfigsResponse::default().with_responses(answers),
         req.version,
     )
 }
