@@ -9,8 +9,7 @@ use crate::config_kinds::{CleanupPolicy, CompressionType, TimestampType};
 use crate::CoreError;
 
 /// When a topic's appends are fsynced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(into = "String", try_from = "String")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TopicFlush {
     /// The default: fsync (group-committed) before acknowledging requests that ask for the
     /// strongest ack (Kafka `acks=all`, STOMP SEND with `receipt` to a queue, forward chunk
@@ -58,18 +57,7 @@ impl std::fmt::Display for TopicFlush {
     }
 }
 
-impl From<TopicFlush> for String {
-    fn from(f: TopicFlush) -> String {
-        f.to_string()
-    }
-}
-
-impl TryFrom<String> for TopicFlush {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        s.parse()
-    }
-}
+crate::config_kinds::serde_as_string!(TopicFlush);
 
 /// Per-topic settings. Field names follow Kafka's topic configs (dots as underscores), so
 /// the TOML `[topics]` section and the stored topic registry use Kafka's words; every

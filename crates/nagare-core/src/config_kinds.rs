@@ -2,11 +2,31 @@
 //! `message.timestamp.type`), each parsed from and printed as Kafka spells it so a stored
 //! topic registry and a TOML file keep Kafka's words.
 
-use serde::{Deserialize, Serialize};
+/// Serializes each type as its `Display` string and deserializes it with its `FromStr`
+/// (the parse error becomes the serde error), so TOML, JSON and the topic registry all
+/// hold the Kafka spelling.
+macro_rules! serde_as_string {
+    ($($t:ty),+ $(,)?) => {$(
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = <String as serde::Deserialize>::deserialize(d)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    )+};
+}
+pub(crate) use serde_as_string;
+
+serde_as_string!(CleanupPolicy, CompressionType, TimestampType);
 
 /// `cleanup.policy`: a list of `delete` and/or `compact`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(into = "String", try_from = "String")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CleanupPolicy {
     compact: bool,
     delete: bool,
@@ -75,22 +95,8 @@ impl std::fmt::Display for CleanupPolicy {
     }
 }
 
-impl From<CleanupPolicy> for String {
-    fn from(p: CleanupPolicy) -> String {
-        p.to_string()
-    }
-}
-
-impl TryFrom<String> for CleanupPolicy {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        s.parse()
-    }
-}
-
 /// `compression.type`: the codec batches are stored with; `producer` keeps the producer's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(into = "String", try_from = "String")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum CompressionType {
     #[default]
     Producer,
@@ -148,22 +154,8 @@ impl std::fmt::Display for CompressionType {
     }
 }
 
-impl From<CompressionType> for String {
-    fn from(c: CompressionType) -> String {
-        c.to_string()
-    }
-}
-
-impl TryFrom<String> for CompressionType {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        s.parse()
-    }
-}
-
 /// `message.timestamp.type`: whose clock the stored timestamps are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(into = "String", try_from = "String")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum TimestampType {
     /// The producer's timestamps are kept.
     #[default]
@@ -191,19 +183,6 @@ impl std::fmt::Display for TimestampType {
             TimestampType::CreateTime => "CreateTime",
             TimestampType::LogAppendTime => "LogAppendTime",
         })
-    }
-}
-
-impl From<TimestampType> for String {
-    fn from(t: TimestampType) -> String {
-        t.to_string()
-    }
-}
-
-impl TryFrom<String> for TimestampType {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        s.parse()
     }
 }
 
@@ -236,5 +215,29 @@ mod tests {
             assert_eq!(s.parse::<TimestampType>().unwrap().to_string(), s);
         }
         assert!("createtime".parse::<TimestampType>().is_err());
+    }
+
+    #[test]
+    fn serde_uses_the_kafka_spelling() {
+        let json = serde_json::to_string(&(
+            CleanupPolicy::COMPACT_DELETE,
+            CompressionType::Zstd,
+            TimestampType::LogAppendTime,
+        ))
+        .unwrap();
+        assert_eq!(json, r#"["compact,delete","zstd","LogAppendTime"]"#);
+        let back: (CleanupPolicy, CompressionType, TimestampType) =
+            serde_json::from_str(r#"["compact","none","CreateTime"]"#).unwrap();
+        assert_eq!(
+            back,
+            (
+                CleanupPolicy::COMPACT,
+                CompressionType::Uncompressed,
+                TimestampType::CreateTime
+            )
+        );
+        let e = serde_json::from_str::<CompressionType>(r#""brotli""#).unwrap_err();
+        assert!(e.to_string().contains("invalid compression.type"), "{e}");
+        assert!(serde_json::from_str::<TimestampType>("1").is_err());
     }
 }

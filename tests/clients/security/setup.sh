@@ -2,12 +2,9 @@
 # Builds what the security client tests drive (idempotent; fails loudly when something
 # cannot be installed or built):
 #   java/target   the Apache Kafka Java client (kafka-clients, Maven Central) over SASL_SSL
-#   go/build      franz-go's own pkg/kgo test suite (github.com/twmb/franz-go via the Go
-#                 module proxy, version pinned in go/go.mod), compiled to go/build/kgo.test
-# The kgo tests create every client with testClientOpts (seeds + KGO_TEST_TLS) but add
-# SASL only in their two SCRAM tests; nagare with --auth required refuses clients without
-# SASL, so the copy built here gets one added line: with KGO_TEST_SCRAM_ALL set, every test
-# client also authenticates with the KGO_TEST_SCRAM user.
+#   go/build      franz-go's own pkg/kgo test suite: links to the one test binary (and its
+#                 source tree) that scripts/compat/franz-go builds for the ecosystem tests
+#                 too, with SASL for every test client when KGO_TEST_SCRAM_ALL is set.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
@@ -29,38 +26,19 @@ echo "security: java client (kafka-clients, SASL_SSL)"
 )
 
 echo "security: franz-go kgo test suite"
-(
-  cd "$here/go"
-  go mod download
-  version="$(go list -m -f '{{.Version}}' github.com/twmb/franz-go)"
-  src="$(go list -m -f '{{.Dir}}' github.com/twmb/franz-go)"
-  [ -d "$src/pkg/kgo" ] || { echo "security: franz-go $version not in the module cache" >&2; exit 1; }
-  build="$here/go/build"
-  copy="$build/franz-go@$version"
-  bin="$build/kgo.test"
-  if [ ! -x "$bin" ] || [ ! -f "$copy/.patched" ] || [ go.mod -nt "$bin" ] || [ "$here/setup.sh" -nt "$bin" ]; then
-    rm -rf "$build"
-    mkdir -p "$build"
-    cp -r "$src" "$copy"
-    chmod -R u+w "$copy"
-    helpers="$copy/pkg/kgo/helpers_test.go"
-    anchor='		opts = append(opts, DialTLSConfig(testCert))'
-    grep -qxF "$anchor" "$helpers" || {
-      echo "security: franz-go $version: testClientOpts changed, cannot add SASL" >&2
-      exit 1
-    }
-    # After the TLS option: SASL for every test client when KGO_TEST_SCRAM_ALL is set.
-    awk -v anchor="$anchor" '
-      { print }
-      $0 == anchor { getline; print
-        print "\tif saslScram != nil && os.Getenv(\"KGO_TEST_SCRAM_ALL\") != \"\" {"
-        print "\t\topts = append(opts, SASL(saslScram))"
-        print "\t}" }
-    ' "$helpers" > "$helpers.new"
-    mv "$helpers.new" "$helpers"
-    grep -q KGO_TEST_SCRAM_ALL "$helpers"
-    (cd "$copy/pkg/kgo" && go test -c -vet=off -o "$bin" .)
-    touch "$copy/.patched"
-  fi
-  echo "kgo tests of franz-go $version ready: $bin"
-)
+# Built once, for the ecosystem tests too, by scripts/compat/franz-go (version pinned there,
+# with the KGO_TEST_SCRAM_ALL line); test_kafka_java_franz.py finds it under go/build.
+built="$(bash "$here/../../../scripts/compat/franz-go" --build-only)"
+# "franz-go VERSION kgo test binary: PATH"; the source tree it runs in is beside it.
+version="$(sed -n 's/^franz-go \([^ ]*\) kgo test binary: .*/\1/p' <<<"$built")"
+bin="${built##*kgo test binary: }"
+[ -n "$version" ] && [ -x "$bin" ] && [ -d "$(dirname "$bin")/franz-go-$version/pkg/kgo" ] || {
+  echo "security: franz-go build gave no test binary: $built" >&2
+  exit 1
+}
+build="$here/go/build"
+rm -rf "$build"
+mkdir -p "$build"
+ln -s "$bin" "$build/kgo.test"
+ln -s "$(dirname "$bin")/franz-go-$version" "$build/franz-go@$version"
+echo "kgo tests of franz-go $version ready: $build/kgo.test"

@@ -1,13 +1,22 @@
 //! What DescribeConfigs, AlterConfigs and IncrementalAlterConfigs share: which resource a
 //! request names (a topic, the cluster-wide broker default `""`, or this node), the ACL
-//! check for it, and applying a new set of overrides to it.
+//! check for it, answering each resource of a request ([`answer_each`]), and applying a
+//! new set of overrides to it.
 
 use std::collections::BTreeMap;
 
+use kafka_protocol::messages::{
+    alter_configs_request, alter_configs_response, describe_configs_request,
+    describe_configs_response, incremental_alter_configs_request,
+    incremental_alter_configs_response,
+};
+use kafka_protocol::protocol::StrBytes;
 use nagare_core::security::Operation;
 use nagare_core::{BrokerScope, CoreError};
 
-use crate::errors::{core_error, ResponseError};
+use super::str_bytes;
+use crate::errors::{self, core_error, ResponseError};
+use crate::meters::Counted;
 use crate::session::Session;
 use crate::KafkaState;
 
@@ -79,6 +88,80 @@ pub(crate) fn resolve(
             format!("unsupported config resource type {other}"),
         )),
     }
+}
+
+/// One resource of a config request, as the three APIs' request messages name it.
+pub(crate) trait NamedResource {
+    /// What the session must be allowed on the resource.
+    const OPERATION: Operation;
+    /// `(resource_type, resource_name)`.
+    fn named(&self) -> (i8, &StrBytes);
+}
+
+/// The answer for one resource, as the three APIs' response messages carry it.
+pub(crate) trait ResourceAnswer: Default {
+    /// The answer naming the resource, error code NONE.
+    fn for_resource(resource_type: i8, resource_name: StrBytes) -> Self;
+    /// The same with an error code and its message.
+    fn refused(self, error_code: i16, message: StrBytes) -> Self;
+}
+
+/// Implements [`NamedResource`] and [`ResourceAnswer`] on messages with Kafka's field
+/// names (`resource_type`, `resource_name`, `error_code`, `error_message`).
+macro_rules! config_resource_messages {
+    (requests: $($q:ty => $op:ident),+; answers: $($a:ty),+ $(,)?) => {
+        $(impl NamedResource for $q {
+            const OPERATION: Operation = Operation::$op;
+            fn named(&self) -> (i8, &StrBytes) {
+                (self.resource_type, &self.resource_name)
+            }
+        })+
+        $(impl ResourceAnswer for $a {
+            fn for_resource(resource_type: i8, resource_name: StrBytes) -> Self {
+                Self::default()
+                    .with_resource_type(resource_type)
+                    .with_resource_name(resource_name)
+                    .with_error_code(errors::NONE)
+            }
+            fn refused(self, error_code: i16, message: StrBytes) -> Self {
+                self.with_error_code(error_code)
+                    .with_error_message(Some(message))
+            }
+        })+
+    };
+}
+
+config_resource_messages!(
+    requests: describe_configs_request::DescribeConfigsResource => DescribeConfigs,
+        alter_configs_request::AlterConfigsResource => AlterConfigs,
+        incremental_alter_configs_request::AlterConfigsResource => AlterConfigs;
+    answers: describe_configs_response::DescribeConfigsResult,
+        alter_configs_response::AlterConfigsResourceResponse,
+        incremental_alter_configs_response::AlterConfigsResourceResponse,
+);
+
+/// Answers every resource of a config request in order: each is resolved (the session
+/// may do the request's operation on it, it exists) and handed to `act` with its answer (named, error NONE) to
+/// fill in; a refusal of either becomes that answer's error code (counted) and message,
+/// the other resources going on.
+pub(crate) fn answer_each<Q: NamedResource, A: ResourceAnswer>(
+    state: &KafkaState,
+    session: &Session,
+    resources: &[Q],
+    mut act: impl FnMut(&Q, Resource, A) -> Result<A, Refusal>,
+) -> Vec<A> {
+    resources
+        .iter()
+        .map(|q| {
+            let (resource_type, name) = q.named();
+            let answer = || A::for_resource(resource_type, name.clone());
+            resolve(state, session, Q::OPERATION, resource_type, name)
+                .and_then(|resource| act(q, resource, answer()))
+                .unwrap_or_else(|(error, message)| {
+                    answer().refused(error.counted(), str_bytes(message))
+                })
+        })
+        .collect()
 }
 
 /// The configs set on a resource now (a topic's overrides, the dynamic broker configs).

@@ -1,21 +1,19 @@
 //! DescribeConfigs (32): every config of a topic (its overrides, then the broker
 //! defaults under it) or of this broker, with source, synonyms, type and documentation.
 
-use crate::meters::Counted;
 use std::sync::Arc;
 
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 use nagare_core::config_catalog::{ConfigSource, ConfigType};
-use nagare_core::security::Operation;
 use nagare_core::{BrokerScope, ConfigEntry, ConfigSynonym};
 
-use super::config_resources::{resolve, Resource};
+use super::config_resources::{answer_each, refusal, Resource};
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors;
 use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
@@ -32,57 +30,29 @@ async fn handle(
     req: ParsedRequest,
 ) -> Result<Reply, KafkaError> {
     let request: DescribeConfigsRequest = decode(&req)?;
-    let results = request
-        .resources
-        .iter()
-        .map(|r| {
-            let result = DescribeConfigsResult::default()
-                .with_resource_type(r.resource_type)
-                .with_resource_name(r.resource_name.clone());
-            let resource = match resolve(
-                &state,
-                &session,
-                Operation::DescribeConfigs,
-                r.resource_type,
-                &r.resource_name,
-            ) {
-                Ok(resource) => resource,
-                Err((error, message)) => {
-                    return result
-                        .with_error_code(error.counted())
-                        .with_error_message(Some(str_bytes(message)))
-                }
-            };
-            let entries = match &resource {
-                Resource::Topic(name) => match state.broker.describe_topic_configs(name) {
-                    Ok(entries) => entries,
-                    Err(e) => {
-                        let (error, message) = super::config_resources::refusal(e);
-                        return result
-                            .with_error_code(error.counted())
-                            .with_error_message(Some(str_bytes(message)));
-                    }
-                },
-                Resource::Broker(scope) => broker_entries(&state, *scope),
-            };
-            let keys = r.configuration_keys.as_ref();
-            let configs = entries
-                .into_iter()
-                .filter(|e| keys.is_none_or(|keys| keys.iter().any(|k| **k == *e.name)))
-                .map(|e| {
-                    to_wire(
-                        e,
-                        request.include_synonyms,
-                        request.include_documentation,
-                        req.version,
-                    )
-                })
-                .collect();
-            result.with_error_code(errors::NONE).with_configs(configs)
-        })
-        .collect();
+    let act = |r: &DescribeConfigsResource, resource, answer: DescribeConfigsResult| {
+        let entries = match &resource {
+            Resource::Topic(name) => state.broker.describe_topic_configs(name).map_err(refusal)?,
+            Resource::Broker(scope) => broker_entries(&state, *scope),
+        };
+        let keys = r.configuration_keys.as_ref();
+        let configs = entries
+            .into_iter()
+            .filter(|e| keys.is_none_or(|keys| keys.iter().any(|k| **k == *e.name)))
+            .map(|e| {
+                to_wire(
+                    e,
+                    request.include_synonyms,
+                    request.include_documentation,
+                    req.version,
+                )
+            })
+            .collect();
+        Ok(answer.with_configs(configs))
+    };
+    let answers = answer_each(&state, &session, &request.resources, act);
     encode(
-        &DescribeConfigsResponse::default().with_results(results),
+        &DescribeConfigsResponse::default().with_results(answers),
         req.version,
     )
 }

@@ -2,7 +2,6 @@
 //! configs, starting from the current value, default included) on a topic's overrides or
 //! the dynamic broker configs of `""` / this node. `validate_only` checks without applying.
 
-use crate::meters::Counted;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -11,12 +10,13 @@ use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsRe
 use kafka_protocol::messages::{
     ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
-use nagare_core::security::Operation;
 
-use super::config_resources::{current, effective_value, is_list, replace, resolve, Refusal};
-use super::{decode, encode, str_bytes, Handler};
+use super::config_resources::{
+    answer_each, current, effective_value, is_list, replace, Refusal, Resource,
+};
+use super::{decode, encode, Handler};
 use crate::codec::ParsedRequest;
-use crate::errors::{self, ResponseError};
+use crate::errors::ResponseError;
 use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
@@ -38,40 +38,22 @@ async fn handle(
     req: ParsedRequest,
 ) -> Result<Reply, KafkaError> {
     let request: IncrementalAlterConfigsRequest = decode(&req)?;
-    let responses = request
-        .resources
-        .iter()
-        .map(|r| {
-            let response = AlterConfigsResourceResponse::default()
-                .with_resource_type(r.resource_type)
-                .with_resource_name(r.resource_name.clone());
-            match alter(&state, &session, r, request.validate_only) {
-                Ok(()) => response.with_error_code(errors::NONE),
-                Err((error, message)) => response
-                    .with_error_code(error.counted())
-                    .with_error_message(Some(str_bytes(message))),
-            }
-        })
-        .collect();
+    let act = |r: &AlterConfigsResource, resource, answer: AlterConfigsResourceResponse| {
+        alter(&state, resource, r, request.validate_only).map(|()| answer)
+    };
+    let answers = answer_each(&state, &session, &request.resources, act);
     encode(
-        &IncrementalAlterConfigsResponse::default().with_responses(responses),
+        &IncrementalAlterConfigsResponse::default().with_responses(answers),
         req.version,
     )
 }
 
 fn alter(
     state: &KafkaState,
-    session: &crate::session::Session,
+    resource: Resource,
     r: &AlterConfigsResource,
     validate_only: bool,
 ) -> Result<(), Refusal> {
-    let resource = resolve(
-        state,
-        session,
-        Operation::AlterConfigs,
-        r.resource_type,
-        &r.resource_name,
-    )?;
     let mut configs = current(state, &resource)?;
     let mut seen = BTreeSet::new();
     for c in &r.configs {

@@ -211,6 +211,8 @@ mod acl_tests;
 #[cfg(test)]
 mod group_tests;
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod txn_tests;

@@ -7,35 +7,17 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable};
 use nagare_core::log::batch::{build_batch, NewRecord};
-use nagare_core::{Broker, BrokerConfig, Subsystems};
 
+use super::test_support::state;
 use super::{str_bytes, REGISTRY};
 use crate::codec::ParsedRequest;
-use crate::{Chunk, Config, KafkaState, Reply};
-
-fn state(dir: &std::path::Path) -> Arc<KafkaState> {
-    state_with(dir, Default::default())
-}
+use crate::{Chunk, KafkaState, Reply};
 
 fn state_with(
     dir: &std::path::Path,
     security: nagare_core::security::SecurityConfig,
 ) -> Arc<KafkaState> {
-    let broker = Broker::open(BrokerConfig {
-        data_dir: dir.to_path_buf(),
-        ..BrokerConfig::default()
-    })
-    .unwrap();
-    let (core, tasks) =
-        Subsystems::open(&broker, Config::default().group_config(), security).unwrap();
-    tasks.spawn();
-    Arc::new(KafkaState::with_address(
-        broker,
-        &core,
-        Config::default(),
-        "127.0.0.1".into(),
-        9092,
-    ))
+    super::test_support::state_with(dir, security, &[])
 }
 
 fn topic_name(s: &str) -> TopicName {

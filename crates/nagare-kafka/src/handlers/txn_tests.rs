@@ -5,62 +5,14 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, Encodable};
 use nagare_core::log::batch::{build_batch, NewRecord};
 use nagare_core::log::control::set_producer;
-use nagare_core::{AckLevel, Broker, BrokerConfig, Subsystems};
+use nagare_core::AckLevel;
+use nagare_core::Partition;
 
 use super::str_bytes;
-use super::tests::flatten;
-use crate::codec::ParsedRequest;
-use crate::{Config, KafkaState};
-
-fn state(dir: &std::path::Path) -> Arc<KafkaState> {
-    let broker = Broker::open(BrokerConfig {
-        data_dir: dir.to_path_buf(),
-        ..BrokerConfig::default()
-    })
-    .expect("broker");
-    let (core, tasks) = Subsystems::open(
-        &broker,
-        Config::default().group_config(),
-        Default::default(),
-    )
-    .expect("subsystems");
-    tasks.spawn();
-    Arc::new(KafkaState::with_address(
-        broker,
-        &core,
-        Config::default(),
-        "127.0.0.1".into(),
-        9092,
-    ))
-}
-
-async fn call<Req: Encodable, Resp: Decodable>(
-    state: &Arc<KafkaState>,
-    key: ApiKey,
-    version: i16,
-    req: &Req,
-) -> Resp {
-    let mut body = BytesMut::new();
-    req.encode(&mut body, version).expect("encode");
-    let req = ParsedRequest {
-        api_key: key,
-        version,
-        header: RequestHeader::default(),
-        body: body.freeze(),
-    };
-    let handler = super::lookup(key as i16).expect("handler");
-    let reply = (handler.call)(
-        state.clone(),
-        crate::session::Session::for_tests(state),
-        req,
-    )
-    .await
-    .expect("reply");
-    Resp::decode(&mut flatten(reply), version).expect("decode")
-}
+use super::test_support::{call_anonymous as call, state};
+use crate::KafkaState;
 
 fn batch(pid: Option<i64>, value: &str) -> BytesMut {
     let mut b = build_batch(&[NewRecord {
@@ -74,8 +26,19 @@ fn batch(pid: Option<i64>, value: &str) -> BytesMut {
     b
 }
 
-async fn fetch(state: &Arc<KafkaState>, isolation: i8) -> fetch_response::PartitionData {
-    let req = FetchRequest::default()
+/// Partition 0 of topic `t`, created if need be.
+fn partition_t(state: &KafkaState) -> Arc<Partition> {
+    state
+        .broker
+        .topic_or_create("t")
+        .expect("topic")
+        .partition(0)
+        .expect("p")
+}
+
+/// A Fetch of `t`-0 from offset 0 at `isolation` (1: read_committed), not waiting.
+fn fetch_request(isolation: i8) -> FetchRequest {
+    FetchRequest::default()
         .with_max_wait_ms(0)
         .with_max_bytes(1 << 20)
         .with_isolation_level(isolation)
@@ -84,8 +47,11 @@ async fn fetch(state: &Arc<KafkaState>, isolation: i8) -> fetch_response::Partit
             .with_partitions(vec![fetch_request::FetchPartition::default()
                 .with_partition(0)
                 .with_fetch_offset(0)
-                .with_partition_max_bytes(1 << 20)])]);
-    let r: FetchResponse = call(state, ApiKey::Fetch, 11, &req).await;
+                .with_partition_max_bytes(1 << 20)])])
+}
+
+async fn fetch(state: &Arc<KafkaState>, isolation: i8) -> fetch_response::PartitionData {
+    let r: FetchResponse = call(state, ApiKey::Fetch, 11, &fetch_request(isolation)).await;
     r.responses[0].partitions[0].clone()
 }
 
@@ -100,12 +66,7 @@ fn batch_count(records: &Option<Bytes>) -> usize {
 async fn read_committed_fetch_stops_at_the_lso_and_lists_aborts() {
     let dir = tempfile::tempdir().expect("tempdir");
     let state = state(dir.path());
-    let p = state
-        .broker
-        .topic_or_create("t")
-        .expect("topic")
-        .partition(0)
-        .expect("p");
+    let p = partition_t(&state);
     p.append(batch(None, "a"), AckLevel::Leader)
         .await
         .expect("append"); // 0
@@ -185,12 +146,7 @@ async fn clients_cannot_produce_markers() {
 async fn a_read_committed_long_poll_wakes_when_the_lso_moves() {
     let dir = tempfile::tempdir().expect("tempdir");
     let state = state(dir.path());
-    let p = state
-        .broker
-        .topic_or_create("t")
-        .expect("topic")
-        .partition(0)
-        .expect("p");
+    let p = partition_t(&state);
     p.append(batch(Some(3), "t"), AckLevel::Leader)
         .await
         .expect("append");
@@ -201,17 +157,7 @@ async fn a_read_committed_long_poll_wakes_when_the_lso_moves() {
             p.write_txn_marker(3, 0, true, 0).await.expect("commit");
         })
     };
-    let req = FetchRequest::default()
-        .with_max_wait_ms(10_000)
-        .with_min_bytes(1)
-        .with_max_bytes(1 << 20)
-        .with_isolation_level(1)
-        .with_topics(vec![fetch_request::FetchTopic::default()
-            .with_topic(TopicName(str_bytes("t")))
-            .with_partitions(vec![fetch_request::FetchPartition::default()
-                .with_partition(0)
-                .with_fetch_offset(0)
-                .with_partition_max_bytes(1 << 20)])]);
+    let req = fetch_request(1).with_max_wait_ms(10_000).with_min_bytes(1);
     let started = std::time::Instant::now();
     let r: FetchResponse = call(&state, ApiKey::Fetch, 11, &req).await;
     assert!(
