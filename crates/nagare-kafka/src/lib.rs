@@ -15,6 +15,7 @@ pub mod errors;
 pub mod fuzzing;
 mod guard;
 mod handlers;
+mod internal_topics;
 mod memory_pool;
 mod meters;
 mod output;

@@ -6,6 +6,8 @@
 //! `transactional_id`, which needs Write permission; the partition then tracks the open
 //! transaction until the coordinator's marker. Control batches (markers) are written only
 //! by the coordinator: a client sending one is refused with INVALID_RECORD, as Kafka does.
+//! Kafka's internal topics (`internal_topics.rs`) are written by their coordinators only:
+//! INVALID_TOPIC_EXCEPTION, after the Write check, as Kafka.
 
 use crate::meters::Counted;
 use std::sync::Arc;
@@ -21,6 +23,7 @@ use nagare_core::AckLevel;
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
 use crate::errors::{self, batch_error, core_error, ResponseError};
+use crate::internal_topics;
 use crate::rejected;
 use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
@@ -166,6 +169,12 @@ async fn produce_partition(
     ack: AckLevel,
     transactional: bool,
 ) -> Outcome {
+    if internal_topics::is_internal(topic) {
+        return Outcome::error(
+            ResponseError::InvalidTopicException,
+            "clients cannot write to an internal topic",
+        );
+    }
     let topic = match state.broker.topic(topic) {
         Some(t) => t,
         None => return Outcome::error(ResponseError::UnknownTopicOrPartition, "unknown topic"),

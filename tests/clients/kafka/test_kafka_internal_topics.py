@@ -1,0 +1,113 @@
+"""Kafka's internal topics `__consumer_offsets` and `__transaction_state` as clients see
+them (confluent-kafka / librdkafka and kafka-python): listed in Metadata with
+is_internal=true and one partition, skipped by regex subscriptions, readable (nagare's
+own records, read-only), refused to producers with INVALID_TOPIC_EXCEPTION and to
+CreateTopics."""
+
+import time
+import uuid
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicCollection, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer
+
+INTERNAL = ("__consumer_offsets", "__transaction_state")
+
+
+def unique(prefix):
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def test_metadata_lists_internal_topics_with_is_internal(nagare):
+    admin = AdminClient({"bootstrap.servers": nagare.kafka})
+    md = admin.list_topics(timeout=10)
+    for name in INTERNAL:
+        assert name in md.topics, sorted(md.topics)
+        assert list(md.topics[name].partitions) == [0]
+        assert md.topics[name].partitions[0].leader >= 0
+    # Named, and through DescribeTopics (is_internal comes from the broker).
+    described = admin.describe_topics(TopicCollection(list(INTERNAL)))
+    for name, f in described.items():
+        d = f.result(10)
+        assert d.is_internal, name
+        assert len(d.partitions) == 1
+    ordinary = unique("plain")
+    admin.create_topics([NewTopic(ordinary, 1, 1)])[ordinary].result(10)
+    assert not admin.describe_topics(TopicCollection([ordinary]))[ordinary].result(10).is_internal
+
+
+def test_regex_consumers_skip_internal_topics(nagare):
+    # kafka-python, like Java's exclude.internal.topics, leaves internal topics out of
+    # pattern subscriptions; it knows them from Metadata's is_internal.
+    topic = unique("rx")
+    admin = AdminClient({"bootstrap.servers": nagare.kafka})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    c = KafkaConsumer(bootstrap_servers=nagare.kafka, group_id=unique("g"),
+                      metadata_max_age_ms=500, consumer_timeout_ms=1000)
+    try:
+        c.subscribe(pattern=r"^(__.*|rx-.*)$")
+        deadline = time.time() + 20
+        while time.time() < deadline and topic not in (c.subscription() or set()):
+            c.poll(timeout_ms=200)
+        subscribed = c.subscription() or set()
+        assert topic in subscribed
+        assert not subscribed & set(INTERNAL), subscribed
+    finally:
+        c.close()
+
+
+def test_internal_topics_refuse_producers_and_creation(nagare):
+    admin = AdminClient({"bootstrap.servers": nagare.kafka})
+    for name in INTERNAL:
+        f = admin.create_topics([NewTopic(name, 1, 1)])[name]
+        try:
+            f.result(10)
+            raise AssertionError(f"{name} was created")
+        except Exception as e:  # noqa: BLE001
+            assert "INVALID" in str(e) or "nvalid" in str(e) or "EXISTS" in str(e), str(e)
+    errors = []
+    p = Producer({"bootstrap.servers": nagare.kafka, "message.send.max.retries": 0,
+                  "message.timeout.ms": 10000})
+    p.produce("__consumer_offsets", b"x", partition=0,
+              on_delivery=lambda err, msg: errors.append(err))
+    p.flush(15)
+    assert len(errors) == 1 and errors[0] is not None
+    assert errors[0].code() == KafkaError.TOPIC_EXCEPTION, errors[0]
+
+
+def test_consumer_offsets_is_readable_after_a_commit(nagare):
+    topic, group = unique("co"), unique("g")
+    p = Producer({"bootstrap.servers": nagare.kafka})
+    p.produce(topic, b"v")
+    p.flush(10)
+    c = Consumer({"bootstrap.servers": nagare.kafka, "group.id": group,
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        c.subscribe([topic])
+        msg = None
+        deadline = time.time() + 20
+        while msg is None and time.time() < deadline:
+            msg = c.poll(0.5)
+        assert msg is not None and msg.error() is None
+        c.commit(message=msg, asynchronous=False)
+    finally:
+        c.close()
+    reader = Consumer({"bootstrap.servers": nagare.kafka, "group.id": unique("r"),
+                       "enable.auto.commit": False})
+    try:
+        low, high = reader.get_watermark_offsets(TopicPartition("__consumer_offsets", 0),
+                                                 timeout=10)
+        assert low == 0 and high >= 1
+        reader.assign([TopicPartition("__consumer_offsets", 0, 0)])
+        seen = []
+        deadline = time.time() + 20
+        while (not seen or seen[-1].offset() < high - 1) and time.time() < deadline:
+            m = reader.poll(0.5)
+            if m is not None and m.error() is None:
+                seen.append(m)
+        # The records are nagare's own encoding of the coordinator's state; the group's
+        # name is in them.
+        assert seen and any(group.encode() in (m.key() or b"") + (m.value() or b"")
+                            for m in seen)
+    finally:
+        reader.close()
