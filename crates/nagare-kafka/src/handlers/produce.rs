@@ -8,9 +8,13 @@
 //! (`transaction.partition.verification.enable`, on by default as in Kafka): the first
 //! transactional batch of a producer on a partition with no open transaction of its own
 //! there is checked with the coordinator, and refused with INVALID_TXN_STATE (nothing
-//! stored) unless the partition was added to the producer's ongoing transaction; a late
-//! batch of a transaction that already ended cannot open a hanging one. Control batches (markers) are written only
-//! by the coordinator: a client sending one is refused with INVALID_RECORD, as Kafka does.
+//! stored) unless the partition was added to the producer's ongoing transaction, so a
+//! late batch of a transaction that already ended cannot open a hanging one. (The check
+//! and the append are not one atomic step: a batch verified just before the coordinator
+//! writes its marker can still land after it, which Kafka closes with a per-producer
+//! verification guard that nagare does not have.) Control batches (markers) are written
+//! only by the coordinator: a client sending one is refused with INVALID_RECORD, as Kafka
+//! does.
 //! Kafka's internal topics (`internal_topics.rs`) are written by their coordinators only:
 //! INVALID_TOPIC_EXCEPTION, after the Write check, as Kafka.
 //!
