@@ -2,14 +2,18 @@
 them (confluent-kafka / librdkafka and kafka-python): listed in Metadata with
 is_internal=true and one partition, skipped by regex subscriptions, readable (nagare's
 own records, read-only), refused to producers with INVALID_TOPIC_EXCEPTION and to
-CreateTopics."""
+CreateTopics; ACLs apply to them as to any topic."""
 
+import subprocess
 import time
 import uuid
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
+                                   NewTopic, ResourcePatternType, ResourceType)
 from kafka import KafkaConsumer
+
+from conftest import BIN, Nagare
 
 INTERNAL = ("__consumer_offsets", "__transaction_state")
 
@@ -111,3 +115,53 @@ def test_consumer_offsets_is_readable_after_a_commit(nagare):
                             for m in seen)
     finally:
         reader.close()
+
+
+def test_acls_apply_to_internal_topics(tmp_path):
+    # A broker with --auth required: alice sees __consumer_offsets only with Describe on
+    # it, and reads it only with Read, as any topic.
+    data = tmp_path / "data"
+    users = {"admin": "admin-secret-1", "alice": "alice-secret-2"}
+    for name, pw in users.items():
+        subprocess.run([BIN, "user", "add", name, "--password", pw, "--data-dir", str(data)],
+                       capture_output=True, text=True, timeout=60, check=True)
+    n = Nagare(data, ["--auth", "required", "--super-users", "admin"])
+    n.start()
+    try:
+        def conf(user):
+            return {"bootstrap.servers": n.kafka, "security.protocol": "SASL_PLAINTEXT",
+                    "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user,
+                    "sasl.password": users[user]}
+
+        admin = AdminClient(conf("admin"))
+        assert "__consumer_offsets" in admin.list_topics(timeout=10).topics
+        alice = AdminClient(conf("alice"))
+        assert "__consumer_offsets" not in alice.list_topics(timeout=10).topics
+        md = alice.list_topics(topic="__consumer_offsets", timeout=10)
+        assert md.topics["__consumer_offsets"].error.code() == \
+            KafkaError.TOPIC_AUTHORIZATION_FAILED
+        binding = AclBinding(ResourceType.TOPIC, "__consumer_offsets",
+                             ResourcePatternType.LITERAL, "User:alice", "*",
+                             AclOperation.DESCRIBE, AclPermissionType.ALLOW)
+        for f in admin.create_acls([binding]).values():
+            f.result(10)
+        deadline = time.time() + 20
+        while ("__consumer_offsets" not in alice.list_topics(timeout=10).topics
+               and time.time() < deadline):
+            time.sleep(0.2)
+        assert "__consumer_offsets" in alice.list_topics(timeout=10).topics
+        # Describe is not Read: fetching stays refused.
+        c = Consumer({**conf("alice"), "group.id": "none", "enable.auto.commit": False})
+        try:
+            c.assign([TopicPartition("__consumer_offsets", 0, 0)])
+            err = None
+            deadline = time.time() + 20
+            while err is None and time.time() < deadline:
+                m = c.poll(0.5)
+                if m is not None and m.error() is not None:
+                    err = m.error()
+            assert err is not None and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, err
+        finally:
+            c.close()
+    finally:
+        n.stop()
