@@ -85,7 +85,9 @@ class Raw:
 
 
 def high_watermark(bootstrap, topic, partition):
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "hw"})
+    # read_uncommitted: the high watermark, open transactions included (not the LSO).
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "hw",
+                  "isolation.level": "read_uncommitted"})
     try:
         return c.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)[1]
     finally:
@@ -121,3 +123,15 @@ def test_batch_for_a_partition_outside_the_transaction_is_refused(nagare):
         error = raw.produce(txn_id, topic, 0, pid, epoch, 2)
     assert error == INVALID_TXN_STATE
     assert high_watermark(nagare.kafka, topic, 0) == 3
+
+
+def test_verification_can_be_turned_off(nagare_factory):
+    # transaction.partition.verification.enable=false: the batch is taken as before KIP-890.
+    n = nagare_factory(env={"NAGARE_KAFKA_TRANSACTION_PARTITION_VERIFICATION_ENABLE": "false"})
+    topic, txn_id = f"kv-{uuid.uuid4().hex[:8]}", f"tx-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": n.kafka})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    raw = Raw(n.kafka)
+    pid, epoch = raw.init_producer_id(txn_id)
+    assert raw.produce(txn_id, topic, 0, pid, epoch, 0) == 0
+    assert high_watermark(n.kafka, topic, 0) == 1
