@@ -71,7 +71,7 @@ pub use data_dir_lock::{DataDirLock, LOCK_FILE};
 pub use error::CoreError;
 pub use partition::{AbortedTxn, AckLevel, Partition, ProducerStateInfo, RecordsRead};
 pub use subsystems::{SubsystemTasks, Subsystems};
-pub use topic::Topic;
+pub use topic::{TimestampPolicy, Topic};
 pub use topic_name::{sanitize_topic_name, validate_topic_name};
 pub use traffic::{Traffic, TrafficTotals};
 

@@ -45,10 +45,21 @@ pub struct SubsystemTasks {
 
 impl Subsystems {
     /// Replays every subsystem's internal log. Blocking: call it on the blocking pool.
+    /// The transaction coordinator gets Kafka's default settings.
     pub fn open(
         broker: &Arc<Broker>,
         groups: GroupConfig,
         security: SecurityConfig,
+    ) -> Result<(Subsystems, SubsystemTasks), CoreError> {
+        Self::open_with(broker, groups, security, TransactionConfig::default())
+    }
+
+    /// [`Subsystems::open`] with the transaction coordinator's settings.
+    pub fn open_with(
+        broker: &Arc<Broker>,
+        groups: GroupConfig,
+        security: SecurityConfig,
+        transactions: TransactionConfig,
     ) -> Result<(Subsystems, SubsystemTasks), CoreError> {
         let (producers, producers_writer) = Producers::open(broker)?;
         let (groups, groups_background) = GroupCoordinator::open(broker, groups)?;
@@ -60,12 +71,8 @@ impl Subsystems {
             security.allow_if_no_acl(),
         )?;
         let producers = Arc::new(producers);
-        let (transactions, transactions_background) = TransactionCoordinator::open(
-            broker,
-            producers.clone(),
-            groups.clone(),
-            TransactionConfig::default(),
-        )?;
+        let (transactions, transactions_background) =
+            TransactionCoordinator::open(broker, producers.clone(), groups.clone(), transactions)?;
         let subsystems = Subsystems {
             producers,
             groups,

@@ -3,7 +3,19 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use uuid::Uuid;
 
-use crate::{CoreError, Partition, TopicConfig};
+use crate::{CoreError, Partition, TimestampType, TopicConfig};
+
+/// The topic settings a producer's record timestamps are checked against
+/// (`message.timestamp.*`), read without cloning the whole config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimestampPolicy {
+    /// `message.timestamp.type=LogAppendTime`: the broker stamps batches, nothing checked.
+    pub log_append_time: bool,
+    /// `message.timestamp.before.max.ms`: how far in the past a CreateTime timestamp may be.
+    pub before_max_ms: i64,
+    /// `message.timestamp.after.max.ms`: how far in the future.
+    pub after_max_ms: i64,
+}
 
 /// A named topic with its id, settings and partitions.
 pub struct Topic {
@@ -43,6 +55,15 @@ impl Topic {
 
     pub fn config(&self) -> TopicConfig {
         self.config.read().clone()
+    }
+
+    pub fn timestamp_policy(&self) -> TimestampPolicy {
+        let c = self.config.read();
+        TimestampPolicy {
+            log_append_time: c.message_timestamp_type == TimestampType::LogAppendTime,
+            before_max_ms: c.message_timestamp_before_max_ms,
+            after_max_ms: c.message_timestamp_after_max_ms,
+        }
     }
 
     pub fn partition_count(&self) -> usize {

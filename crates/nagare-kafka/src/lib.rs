@@ -15,6 +15,7 @@ pub mod errors;
 pub mod fuzzing;
 mod guard;
 mod handlers;
+mod internal_topics;
 mod memory_pool;
 mod meters;
 mod output;
@@ -22,6 +23,7 @@ mod rejected;
 mod sasl;
 mod session;
 mod state;
+mod timestamps;
 
 use std::sync::Arc;
 
@@ -57,6 +59,16 @@ pub struct Config {
     /// Session timeouts clients may ask for (Kafka's `group.min/max.session.timeout.ms`).
     pub group_min_session_timeout_ms: u64,
     pub group_max_session_timeout_ms: u64,
+    /// Longest `transaction.timeout.ms` a producer may ask for in InitProducerId
+    /// (Kafka's `transaction.max.timeout.ms`; INVALID_TRANSACTION_TIMEOUT beyond it).
+    pub transaction_max_timeout_ms: i32,
+    /// A transactional id with no transaction in progress and unused this long is
+    /// forgotten, with a tombstone in its internal log (`transactional.id.expiration.ms`).
+    pub transactional_id_expiration_ms: i64,
+    /// KIP-890 part 1 (`transaction.partition.verification.enable`): the first
+    /// transactional batch of a transaction on a partition is checked with the
+    /// coordinator, INVALID_TXN_STATE unless the partition was added to it.
+    pub transaction_partition_verification_enable: bool,
 }
 
 impl Config {
@@ -67,6 +79,15 @@ impl Config {
             min_session_timeout_ms: self.group_min_session_timeout_ms,
             max_session_timeout_ms: self.group_max_session_timeout_ms,
             ..Default::default()
+        }
+    }
+
+    /// The transaction coordinator's settings from the `[kafka]` table.
+    pub fn transaction_config(&self) -> nagare_core::transactions::TransactionConfig {
+        nagare_core::transactions::TransactionConfig {
+            max_timeout_ms: self.transaction_max_timeout_ms.max(1),
+            id_expiration_ms: self.transactional_id_expiration_ms.max(1),
+            partition_verification: self.transaction_partition_verification_enable,
         }
     }
 }
@@ -83,6 +104,9 @@ impl Default for Config {
             group_initial_rebalance_delay_ms: 50,
             group_min_session_timeout_ms: 6_000,
             group_max_session_timeout_ms: 1_800_000,
+            transaction_max_timeout_ms: 900_000,
+            transactional_id_expiration_ms: 7 * 24 * 3600 * 1000,
+            transaction_partition_verification_enable: true,
         }
     }
 }

@@ -160,11 +160,17 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
     // Every subsystem replays its internal log here, on the blocking pool, once for the
     // whole broker; the front ends receive them opened.
     let group_config = settings.kafka.protocol.group_config();
+    let transaction_config = settings.kafka.protocol.transaction_config();
     let core_broker = broker.clone();
     let security_config = settings.security.core_config();
     let auth_required = security_config.auth_required;
     let (core, core_tasks) = tokio::task::spawn_blocking(move || {
-        Subsystems::open(&core_broker, group_config, security_config)
+        Subsystems::open_with(
+            &core_broker,
+            group_config,
+            security_config,
+            transaction_config,
+        )
     })
     .await?
     .context("opening producer ids, consumer groups and queues")?;

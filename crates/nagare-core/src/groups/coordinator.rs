@@ -18,7 +18,7 @@ use crate::{Broker, CoreError};
 use parking_lot::Mutex;
 
 /// Name of the internal log (`DATA/__nagare_consumer_offsets-0`).
-pub(super) const OFFSETS_LOG: &str = "consumer_offsets";
+pub const OFFSETS_LOG: &str = "consumer_offsets";
 
 /// Longest sleep of the timer task when nothing is due.
 const IDLE_TICK: Duration = Duration::from_secs(1);

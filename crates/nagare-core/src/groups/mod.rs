@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 pub use admin::{
     GroupDescription, GroupListing, MemberDescription, OffsetLag, ResetError, ResetTo,
 };
-pub use coordinator::{CoordinatorBackground, GroupCoordinator};
+pub use coordinator::{CoordinatorBackground, GroupCoordinator, OFFSETS_LOG};
 pub use error::GroupError;
 pub use group::{
     CommittedOffset, Group, GroupState, JoinRequest, JoinResponse, JoinWaiter, JoinedMember,

@@ -1,7 +1,8 @@
 //! The topic settings a partition applies live, changed by AlterConfigs without reopening
 //! the log: `compression.type` on append (a batch in another codec is re-encoded before
 //! it reaches the log, as Kafka does, whichever front end sent it; `producer`, the
-//! default, keeps batches as they come and costs nothing), and the retention limits.
+//! default, keeps batches as they come and costs nothing), the retention limits, and the
+//! segment settings (`segment.bytes`, `segment.ms`, `index.interval.bytes`).
 
 use bytes::BytesMut;
 use nagare_log::batch::Compression;
@@ -50,6 +51,9 @@ impl Partition {
             std::sync::atomic::Ordering::Relaxed,
         );
         let log = config.log_config();
+        // Segment size/age and index interval: from the next append / roll, as Kafka.
+        self.log
+            .set_roll_settings(log.segment_bytes, log.segment_age, log.index_interval_bytes);
         *self.codec.retention.write() = Some(RetentionLimits {
             age: log.retention,
             bytes: log.retention_bytes,

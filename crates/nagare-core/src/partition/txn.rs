@@ -92,6 +92,12 @@ impl Partition {
             .collect()
     }
 
+    /// Whether `producer_id` has an open transaction here: its later batches need no
+    /// KIP-890 check with the coordinator, only the first of each transaction does.
+    pub fn in_transaction(&self, producer_id: i64) -> bool {
+        self.log.has_ongoing_transaction(producer_id)
+    }
+
     /// Every producer this partition knows of (from its batches and markers in the log
     /// since the broker started, or the log's tail read at the first idempotent write),
     /// plus any producer with an open transaction here.

@@ -51,6 +51,10 @@ pub struct TransactionConfig {
     /// `transactional.id.expiration.ms`: a transactional id with no transaction in
     /// progress and no request for this long is forgotten.
     pub id_expiration_ms: i64,
+    /// `transaction.partition.verification.enable` (KIP-890 part 1): the first
+    /// transactional batch of a transaction on a partition is checked against the
+    /// coordinator (the partition must have been added), else INVALID_TXN_STATE.
+    pub partition_verification: bool,
 }
 
 impl Default for TransactionConfig {
@@ -58,6 +62,7 @@ impl Default for TransactionConfig {
         TransactionConfig {
             max_timeout_ms: 900_000,
             id_expiration_ms: 7 * 24 * 3600 * 1000,
+            partition_verification: true,
         }
     }
 }

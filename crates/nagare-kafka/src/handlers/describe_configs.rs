@@ -90,11 +90,24 @@ fn broker_entries(state: &KafkaState, scope: BrokerScope) -> Vec<ConfigEntry> {
             ConfigType::String,
             "The address clients are told to connect to.",
         ));
+        let txn = state.config.transaction_config();
         entries.push(fixed(
             "transaction.max.timeout.ms",
-            "900000".to_string(),
+            txn.max_timeout_ms.to_string(),
             ConfigType::Int,
-            "Largest transaction.timeout.ms a transactional producer may ask for.",
+            "Largest transaction.timeout.ms a transactional producer may ask for ([kafka] transaction_max_timeout_ms).",
+        ));
+        entries.push(fixed(
+            "transactional.id.expiration.ms",
+            txn.id_expiration_ms.to_string(),
+            ConfigType::Int,
+            "An idle transactional id with no transaction in progress is forgotten after this ([kafka] transactional_id_expiration_ms).",
+        ));
+        entries.push(fixed(
+            "transaction.partition.verification.enable",
+            txn.partition_verification.to_string(),
+            ConfigType::Boolean,
+            "KIP-890: a transaction's first batch on a partition is checked with the coordinator ([kafka] transaction_partition_verification_enable).",
         ));
         entries.sort_by(|a, b| a.name.cmp(&b.name));
     }

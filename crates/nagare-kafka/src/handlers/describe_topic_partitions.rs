@@ -1,6 +1,7 @@
 //! DescribeTopicPartitions (75, KIP-966): the partitions of the topics named (every topic
 //! the client may describe when none is named), sorted by topic name, at most
 //! `response_partition_limit` partitions per response, with a cursor to continue from.
+//! Kafka's internal topics are included with `is_internal = true` (`internal_topics.rs`).
 
 use crate::meters::Counted;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use nagare_core::security::{Operation, ResourceType};
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
 use crate::errors::{self, ResponseError};
+use crate::internal_topics;
 use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
@@ -38,11 +40,13 @@ async fn handle(
     let broker = &state.broker;
     let node = BrokerId(state.node_id());
     let mut names: Vec<String> = if request.topics.is_empty() {
+        let internal = internal_topics::all(broker).into_iter().map(|t| t.name);
         broker
             .list_topics()
             .iter()
-            .filter(|t| session.topic_allowed(Operation::Describe, t.name()))
             .map(|t| t.name().to_string())
+            .chain(internal.map(str::to_string))
+            .filter(|name| session.topic_allowed(Operation::Describe, name))
             .collect()
     } else {
         request.topics.iter().map(|t| t.name.to_string()).collect()
@@ -76,7 +80,14 @@ async fn handle(
             topics.push(answer.with_error_code(ResponseError::TopicAuthorizationFailed.counted()));
             continue;
         }
-        let Some(topic) = broker.topic(&name) else {
+        // (id, partitions, internal)
+        let found = match internal_topics::by_name(broker, &name) {
+            Some(t) => Some((t.id, 1, true)),
+            None => broker
+                .topic(&name)
+                .map(|t| (t.id(), t.partition_count() as i32, false)),
+        };
+        let Some((id, count, internal)) = found else {
             topics.push(answer.with_error_code(ResponseError::UnknownTopicOrPartition.counted()));
             continue;
         };
@@ -88,7 +99,6 @@ async fn handle(
             );
             break;
         }
-        let count = topic.partition_count() as i32;
         let last = count.min(first.saturating_add(budget));
         let partitions: Vec<_> = (first..last)
             .map(|i| {
@@ -108,11 +118,11 @@ async fn handle(
         topics.push(
             answer
                 .with_error_code(errors::NONE)
-                .with_topic_id(topic.id())
-                .with_is_internal(false)
+                .with_topic_id(id)
+                .with_is_internal(internal)
                 .with_partitions(partitions)
                 .with_topic_authorized_operations(
-                    session.authorized_operations(ResourceType::Topic, topic.name()),
+                    session.authorized_operations(ResourceType::Topic, &name),
                 ),
         );
         if last < count {

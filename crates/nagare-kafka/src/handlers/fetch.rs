@@ -11,6 +11,9 @@
 //! last stable offset, lists the aborted transactions overlapping what is sent (from the
 //! `.txnindex`: the client drops their records until it meets the producer's ABORT
 //! marker) and long-polls on the last stable offset instead of the end of the log.
+//!
+//! Kafka's internal topics are served read-only from nagare's internal logs (records in
+//! nagare's own encoding, see `internal_topics.rs`).
 
 use crate::meters::Counted;
 use std::sync::Arc;
@@ -28,6 +31,7 @@ use uuid::Uuid;
 use super::{decode, Handler};
 use crate::codec::ParsedRequest;
 use crate::errors::{self, core_error, ResponseError};
+use crate::internal_topics;
 use crate::session::Session;
 use crate::{Chunk, KafkaError, KafkaState, Reply};
 
@@ -138,6 +142,35 @@ fn resolve(
         .topics
         .iter()
         .map(|t| {
+            let internal = if version >= 13 {
+                internal_topics::by_id(broker, t.topic_id)
+            } else {
+                internal_topics::by_name(broker, &t.topic)
+            };
+            if let Some(internal) = internal {
+                let allowed = session.topic_allowed(Operation::Read, internal.name);
+                let partitions = t
+                    .partitions
+                    .iter()
+                    .map(|p| Target {
+                        index: p.partition,
+                        offset: p.fetch_offset,
+                        max_bytes: p.partition_max_bytes.max(0) as u64,
+                        partition: if !allowed {
+                            Err(denied())
+                        } else if p.partition == internal.partition.index() {
+                            Ok(internal.partition.clone())
+                        } else {
+                            Err(ResponseError::UnknownTopicOrPartition.counted())
+                        },
+                    })
+                    .collect();
+                return TopicTarget {
+                    name: t.topic.to_string(),
+                    id: t.topic_id,
+                    partitions,
+                };
+            }
             let topic = if version >= 13 {
                 broker
                     .list_topics()

@@ -2,6 +2,7 @@
 //! earliest, -3 the record with the largest timestamp (v7+), -4 earliest local (v8+,
 //! the log start: everything is local), -5 latest tiered (v9+, -1: nothing is tiered),
 //! otherwise the first offset at or after a timestamp (through the time index).
+//! Kafka's internal topics answer from nagare's internal log (`internal_topics.rs`).
 
 use crate::meters::Counted;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use nagare_core::Partition;
 use super::{decode, encode, Handler};
 use crate::codec::ParsedRequest;
 use crate::errors::{self, core_error, ResponseError};
+use crate::internal_topics;
 use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
@@ -59,7 +61,7 @@ async fn handle(
                             .with_offset(-1)
                             .with_timestamp(-1);
                     }
-                    match state.broker.partition(&t.name, p.partition_index) {
+                    match partition(&state, &t.name, p.partition_index) {
                         Ok(partition) => {
                             let (offset, timestamp) = lookup(&partition, p.timestamp, committed);
                             answer
@@ -84,6 +86,22 @@ async fn handle(
         &ListOffsetsResponse::default().with_topics(topics),
         req.version,
     )
+}
+
+/// A topic's partition, Kafka's internal topics included.
+fn partition(
+    state: &KafkaState,
+    topic: &str,
+    index: i32,
+) -> Result<Arc<Partition>, nagare_core::CoreError> {
+    match internal_topics::by_name(&state.broker, topic) {
+        Some(t) if index == t.partition.index() => Ok(t.partition),
+        Some(_) => Err(nagare_core::CoreError::UnknownPartition {
+            topic: topic.to_string(),
+            partition: index,
+        }),
+        None => state.broker.partition(topic, index),
+    }
 }
 
 /// (offset, timestamp) for one query; (-1, -1) when nothing matches.

@@ -5,6 +5,9 @@
 //! Authorization as in Kafka: Describe on a topic to see it (hidden from the all-topics
 //! listing, TOPIC_AUTHORIZATION_FAILED when named), Create on the cluster or the topic to
 //! have it auto-created.
+//!
+//! Kafka's internal topics (`__consumer_offsets`, `__transaction_state`) are listed with
+//! `is_internal = true` once their coordinator runs: see `internal_topics.rs`.
 
 use crate::meters::Counted;
 use std::sync::Arc;
@@ -21,6 +24,7 @@ use uuid::Uuid;
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
 use crate::errors::{core_error, ResponseError};
+use crate::internal_topics::{self, InternalTopic};
 use crate::session::Session;
 use crate::{KafkaError, KafkaState, Reply};
 
@@ -50,19 +54,28 @@ async fn handle(
     let denied = || ResponseError::TopicAuthorizationFailed.counted();
     let mut topics = Vec::new();
     // Described topics also carry what this client may do with them, when asked.
-    let with_operations = |t: &Topic| {
-        let mut d = describe(t, node, version);
+    let with_operations = |t: Described| {
+        let name = t.name().to_string();
+        let mut d = t.describe(node, version);
         if version >= 8 && request.include_topic_authorized_operations {
             d.topic_authorized_operations =
-                session.authorized_operations(ResourceType::Topic, t.name());
+                session.authorized_operations(ResourceType::Topic, &name);
         }
         d
     };
     if all {
         // Topics the client may not describe are left out, not reported.
-        for t in broker.list_topics() {
+        let internal = internal_topics::all(broker)
+            .into_iter()
+            .map(Described::Internal);
+        for t in broker
+            .list_topics()
+            .into_iter()
+            .map(Described::Topic)
+            .chain(internal)
+        {
             if session.topic_allowed(Operation::Describe, t.name()) {
-                topics.push(with_operations(&t));
+                topics.push(with_operations(t));
             }
         }
     } else {
@@ -75,13 +88,16 @@ async fn handle(
                         // Checked before existence, so nothing is disclosed (and nothing
                         // created).
                         Err(failed(denied()))
+                    } else if let Some(t) = internal_topics::by_name(broker, name) {
+                        Ok(Described::Internal(t))
                     } else if let Some(t) = broker.topic(name) {
-                        Ok(t)
+                        Ok(Described::Topic(t))
                     } else if auto_create && !may_create(&session, name) {
                         Err(failed(denied()))
                     } else if auto_create {
                         broker
                             .topic_or_create(name)
+                            .map(Described::Topic)
                             .map_err(|e| failed(core_error(&e).counted()))
                     } else {
                         Err(failed(ResponseError::UnknownTopicOrPartition.counted()))
@@ -91,7 +107,10 @@ async fn handle(
                     .list_topics()
                     .into_iter()
                     .find(|t| t.id() == wanted.topic_id)
-                {
+                    .map(Described::Topic)
+                    .or_else(|| {
+                        internal_topics::by_id(broker, wanted.topic_id).map(Described::Internal)
+                    }) {
                     None => Err((
                         ResponseError::UnknownTopicId.counted(),
                         None,
@@ -106,7 +125,7 @@ async fn handle(
                 },
             };
             topics.push(match found {
-                Ok(t) => with_operations(&t),
+                Ok(t) => with_operations(t),
                 Err((error_code, name, id)) => MetadataResponseTopic::default()
                     .with_error_code(error_code)
                     .with_name(name.map(|n| TopicName(str_bytes(n))))
@@ -138,25 +157,44 @@ fn may_create(session: &Session, topic: &str) -> bool {
     session.cluster_allowed(Operation::Create) || session.topic_allowed(Operation::Create, topic)
 }
 
-fn describe(topic: &Topic, node: BrokerId, version: i16) -> MetadataResponseTopic {
-    let partitions = topic
-        .partitions()
-        .iter()
-        .map(|p| {
-            MetadataResponsePartition::default()
-                .with_partition_index(p.index())
-                .with_leader_id(node)
-                .with_leader_epoch(if version >= 7 { 0 } else { -1 })
-                .with_replica_nodes(vec![node])
-                .with_isr_nodes(vec![node])
-        })
-        .collect();
-    MetadataResponseTopic::default()
-        .with_name(Some(TopicName(str_bytes(topic.name()))))
-        .with_topic_id(if version >= 10 {
-            topic.id()
-        } else {
-            Uuid::nil()
-        })
-        .with_partitions(partitions)
+/// A topic found for the answer: an ordinary one or one of Kafka's internal topics.
+enum Described {
+    Topic(Arc<Topic>),
+    Internal(InternalTopic),
+}
+
+impl Described {
+    fn name(&self) -> &str {
+        match self {
+            Described::Topic(t) => t.name(),
+            Described::Internal(t) => t.name,
+        }
+    }
+
+    fn describe(&self, node: BrokerId, version: i16) -> MetadataResponseTopic {
+        let (id, indexes, internal) = match self {
+            Described::Topic(t) => (
+                t.id(),
+                t.partitions().iter().map(|p| p.index()).collect(),
+                false,
+            ),
+            Described::Internal(t) => (t.id, vec![t.partition.index()], true),
+        };
+        let partitions = indexes
+            .into_iter()
+            .map(|index| {
+                MetadataResponsePartition::default()
+                    .with_partition_index(index)
+                    .with_leader_id(node)
+                    .with_leader_epoch(if version >= 7 { 0 } else { -1 })
+                    .with_replica_nodes(vec![node])
+                    .with_isr_nodes(vec![node])
+            })
+            .collect();
+        MetadataResponseTopic::default()
+            .with_name(Some(TopicName(str_bytes(self.name().to_string()))))
+            .with_topic_id(if version >= 10 { id } else { Uuid::nil() })
+            .with_is_internal(internal)
+            .with_partitions(partitions)
+    }
 }

@@ -4,8 +4,24 @@
 //!
 //! Transactional batches (the transactional attribute) come with the request's
 //! `transactional_id`, which needs Write permission; the partition then tracks the open
-//! transaction until the coordinator's marker. Control batches (markers) are written only
-//! by the coordinator: a client sending one is refused with INVALID_RECORD, as Kafka does.
+//! transaction until the coordinator's marker. KIP-890 part 1
+//! (`transaction.partition.verification.enable`, on by default as in Kafka): the first
+//! transactional batch of a producer on a partition with no open transaction of its own
+//! there is checked with the coordinator, and refused with INVALID_TXN_STATE (nothing
+//! stored) unless the partition was added to the producer's ongoing transaction, so a
+//! late batch of a transaction that already ended cannot open a hanging one. (The check
+//! and the append are not one atomic step: a batch verified just before the coordinator
+//! writes its marker can still land after it, which Kafka closes with a per-producer
+//! verification guard that nagare does not have.) Control batches (markers) are written
+//! only by the coordinator: a client sending one is refused with INVALID_RECORD, as Kafka
+//! does.
+//! Kafka's internal topics (`internal_topics.rs`) are written by their coordinators only:
+//! INVALID_TOPIC_EXCEPTION, after the Write check, as Kafka.
+//!
+//! `CreateTime` timestamps outside the topic's `message.timestamp.before/after.max.ms`
+//! refuse the partition's batches with INVALID_TIMESTAMP (`timestamps.rs`); on a
+//! `LogAppendTime` topic the answer's `log_append_time_ms` is the time the broker stamped
+//! (-1 otherwise, as Kafka).
 
 use crate::meters::Counted;
 use std::sync::Arc;
@@ -16,13 +32,16 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 use nagare_core::log::batch;
 use nagare_core::security::{Operation, ResourceType};
+use nagare_core::transactions::TxnError;
 use nagare_core::AckLevel;
 
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
 use crate::errors::{self, batch_error, core_error, ResponseError};
+use crate::internal_topics;
 use crate::rejected;
 use crate::session::Session;
+use crate::timestamps;
 use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
@@ -38,6 +57,8 @@ struct Outcome {
     error_code: i16,
     base_offset: i64,
     log_start_offset: i64,
+    /// The broker's timestamp on a `LogAppendTime` topic, else -1.
+    log_append_time: i64,
     message: Option<String>,
 }
 
@@ -47,6 +68,7 @@ impl Outcome {
             error_code: error.counted(),
             base_offset: -1,
             log_start_offset: -1,
+            log_append_time: -1,
             message: Some(message.into()),
         }
     }
@@ -79,7 +101,6 @@ async fn handle(
         (!session.allowed(Operation::Write, ResourceType::TransactionalId, id))
             .then_some("not authorized to use this transactional id")
     });
-    let transactional = transactional_id.is_some();
     let mut topics = Vec::with_capacity(request.topic_data.len());
     for topic in request.topic_data {
         let name: String = topic.name.to_string();
@@ -106,8 +127,15 @@ async fn handle(
                             "not authorized to write to this topic",
                         ),
                         (Some(ack), None) => {
-                            produce_partition(&state, &name, p.index, p.records, ack, transactional)
-                                .await
+                            produce_partition(
+                                &state,
+                                &name,
+                                p.index,
+                                p.records,
+                                ack,
+                                transactional_id.map(|t| &**t),
+                            )
+                            .await
                         }
                     };
                     if let Some(error) = outcome.rejected() {
@@ -136,7 +164,7 @@ async fn handle(
                                 .with_index(index)
                                 .with_error_code(o.error_code)
                                 .with_base_offset(o.base_offset)
-                                .with_log_append_time_ms(-1)
+                                .with_log_append_time_ms(o.log_append_time)
                                 .with_log_start_offset(if version >= 5 {
                                     o.log_start_offset
                                 } else {
@@ -164,8 +192,14 @@ async fn produce_partition(
     index: i32,
     records: Option<Bytes>,
     ack: AckLevel,
-    transactional: bool,
+    transactional_id: Option<&str>,
 ) -> Outcome {
+    if internal_topics::is_internal(topic) {
+        return Outcome::error(
+            ResponseError::InvalidTopicException,
+            "clients cannot write to an internal topic",
+        );
+    }
     let topic = match state.broker.topic(topic) {
         Some(t) => t,
         None => return Outcome::error(ResponseError::UnknownTopicOrPartition, "unknown topic"),
@@ -184,9 +218,22 @@ async fn produce_partition(
     };
     if let Some(refusal) = ranges
         .iter()
-        .find_map(|r| refuse_batch(&records[r.clone()], transactional))
+        .find_map(|r| refuse_batch(&records[r.clone()], transactional_id.is_some()))
     {
         return Outcome::error(ResponseError::InvalidRecord, refusal);
+    }
+    let policy = topic.timestamp_policy();
+    let now = nagare_core::log::now_ms();
+    if let Some(why) = ranges
+        .iter()
+        .find_map(|r| timestamps::out_of_range(&records[r.clone()], policy, now))
+    {
+        return Outcome::error(ResponseError::InvalidTimestamp, why);
+    }
+    if let Some(id) = transactional_id {
+        if let Err((error, why)) = verify_transaction(state, id, &partition, &records, &ranges) {
+            return Outcome::error(error, why);
+        }
     }
     // The log rewrites base offsets in place, so each batch needs its own buffer.
     let batches = ranges
@@ -194,11 +241,16 @@ async fn produce_partition(
         .map(|range| BytesMut::from(&records[range]))
         .collect();
     let mut base_offset = -1;
+    let mut log_append_time = -1;
     for answer in partition.append_batches(batches, ack).await {
         match answer {
             Ok(info) => {
                 if base_offset < 0 {
                     base_offset = info.base_offset;
+                    // A stamped batch's max timestamp is the broker's append time.
+                    if policy.log_append_time {
+                        log_append_time = info.max_timestamp;
+                    }
                 }
             }
             Err(e) => return Outcome::error(core_error(&e), e.to_string()),
@@ -208,7 +260,55 @@ async fn produce_partition(
         error_code: errors::NONE,
         base_offset,
         log_start_offset: partition.log_start_offset(),
+        log_append_time,
         message: None,
+    }
+}
+
+/// KIP-890 part 1: a transactional batch of a producer with no open transaction on this
+/// partition must belong to the producer's ongoing transaction at the coordinator (the
+/// partition added by AddPartitionsToTxn). Errors as Kafka's verification gives them to
+/// Produce: retriable NOT_ENOUGH_REPLICAS while the coordinator is busy ending the
+/// transaction, INVALID_PRODUCER_EPOCH for a fenced producer.
+fn verify_transaction(
+    state: &KafkaState,
+    transactional_id: &str,
+    partition: &nagare_core::Partition,
+    records: &Bytes,
+    ranges: &[std::ops::Range<usize>],
+) -> Result<(), (ResponseError, String)> {
+    let Some(header) = ranges
+        .iter()
+        .filter_map(|r| batch::parse_header(&records[r.clone()]).ok())
+        .find(|h| h.is_transactional())
+    else {
+        return Ok(());
+    };
+    // Later batches of a transaction already open here pay nothing, and the coordinator's
+    // lock is taken only for the first one.
+    if partition.in_transaction(header.producer_id)
+        || !state.transactions.config().partition_verification
+    {
+        return Ok(());
+    }
+    let here = [(partition.topic().to_string(), partition.index())];
+    match state.transactions.verify_partitions(
+        transactional_id,
+        header.producer_id,
+        header.producer_epoch,
+        &here,
+    ) {
+        Ok(found) if found.first() == Some(&true) => Ok(()),
+        Ok(_) => Err((
+            ResponseError::InvalidTxnState,
+            "the partition is not in the producer's ongoing transaction (KIP-890 verification)"
+                .to_string(),
+        )),
+        Err(TxnError::ConcurrentTransactions | TxnError::CoordinatorNotAvailable) => Err((
+            ResponseError::NotEnoughReplicas,
+            "the transaction is being ended; retry".to_string(),
+        )),
+        Err(e) => Err((errors::txn_error(&e, false, false), e.to_string())),
     }
 }
 

@@ -16,7 +16,7 @@ impl PartitionLog {
         let size = w.active.size() + pending;
         size > 0
             && (size + len > self.segment_bytes()
-                || w.active_since.elapsed() >= self.config.segment_age
+                || w.active_since.elapsed() >= self.segment_age()
                 || last_offset - w.active.base > i32::MAX as i64)
     }
 
@@ -152,7 +152,7 @@ impl PartitionLog {
                     b.len() as u64,
                     info.last_offset,
                     info.max_timestamp,
-                    self.config.index_interval_bytes.max(1),
+                    self.index_interval(),
                 );
                 position += b.len() as u64;
             }
@@ -177,8 +177,7 @@ impl PartitionLog {
         if w.closed || w.active.size() == 0 {
             return Ok(false);
         }
-        if w.active.size() >= self.segment_bytes()
-            || w.active_since.elapsed() >= self.config.segment_age
+        if w.active.size() >= self.segment_bytes() || w.active_since.elapsed() >= self.segment_age()
         {
             self.roll(&mut w)?;
             return Ok(true);

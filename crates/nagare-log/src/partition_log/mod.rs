@@ -23,6 +23,7 @@ mod compact;
 mod read;
 mod recovery;
 mod retention;
+mod roll_settings;
 mod sync;
 mod truncate;
 mod txn;
@@ -108,6 +109,8 @@ pub struct PartitionLog {
     synced_written: AtomicU64,
     /// Held by a compaction pass (`compact.rs`), so two never run on one log.
     cleaning: Mutex<()>,
+    /// Segment size, age and index interval, changeable while the log is open.
+    rolls: roll_settings::RollSettings,
     /// Open transactions (see `txn`).
     txn: Mutex<txn::TxnState>,
 }
@@ -160,11 +163,6 @@ fn copy_err(e: &LogError) -> LogError {
 }
 
 impl PartitionLog {
-    fn segment_bytes(&self) -> u64 {
-        // Positions in the index are 32 bits; Kafka caps segments the same way.
-        self.config.segment_bytes.clamp(1, i32::MAX as u64)
-    }
-
     fn publish(&self, p: Published) {
         *self.published.lock() = p;
     }

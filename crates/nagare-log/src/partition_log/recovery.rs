@@ -146,9 +146,11 @@ impl PartitionLog {
             active_size: active.size(),
             stable_offset: txn.stable_offset(end_offset),
         };
+        let rolls = super::roll_settings::RollSettings::new(&config);
         Ok(PartitionLog {
             dir: dir.to_path_buf(),
             config,
+            rolls,
             io,
             segments: RwLock::new(segments),
             writer: Mutex::new(Writer {

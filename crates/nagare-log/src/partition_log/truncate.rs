@@ -61,12 +61,8 @@ impl PartitionLog {
             self.dir_dirty.store(true, Ordering::Release);
         }
         seg.cut(pos).map_err(io_err(&seg.log_path))?;
-        seg.rebuild(
-            self.config.index_interval_bytes.max(1),
-            self.max_batch(),
-            false,
-        )
-        .map_err(io_err(&seg.log_path))?;
+        seg.rebuild(self.index_interval(), self.max_batch(), false)
+            .map_err(io_err(&seg.log_path))?;
         let kept: Vec<Arc<Segment>> = segs[..=i].to_vec();
         let stable_offset = self.rebuild_transactions_after_cut(&kept, new_end)?;
         self.publish(Published {

@@ -99,6 +99,12 @@ impl PartitionLog {
         v
     }
 
+    /// Whether `producer_id` has an open transaction here (a transactional batch since its
+    /// last marker).
+    pub fn has_ongoing_transaction(&self, producer_id: i64) -> bool {
+        self.txn.lock().ongoing.contains_key(&producer_id)
+    }
+
     /// The aborted transactions a read of [from, upto) must tell a read-committed
     /// consumer about: those whose marker is at or after `from` and whose first offset
     /// is before `upto`, in marker order.
