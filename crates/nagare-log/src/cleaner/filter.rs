@@ -98,11 +98,15 @@ pub(crate) fn filter_batch(
 /// A header-only batch covering the same offsets as `header` with no records. Written
 /// where a cleaned segment would otherwise end before its last offset, so the next
 /// segment still starts right after it (Kafka writes such empty batches too, and
-/// clients skip them).
+/// clients skip them). It keeps the producer id and sequence (what an idempotent
+/// producer's state is rebuilt from) but is neither transactional nor a marker: holding
+/// no record, it must not open a transaction when the log is rescanned, nor end one.
 pub(crate) fn empty_batch(original: &[u8], header: &BatchHeader) -> BytesMut {
     let mut out = BytesMut::with_capacity(HEADER_LEN);
     out.extend_from_slice(&original[..HEADER_LEN]);
-    patch_header(&mut out, header.attributes & !0x07, header.max_timestamp, 0);
+    // Keep only the timestamp type: no codec, transactional, control or horizon bit.
+    let attributes = header.attributes & 0x08;
+    patch_header(&mut out, attributes, header.max_timestamp, 0);
     out
 }
 

@@ -13,7 +13,10 @@
 //!    fit `segment.bytes`, keeping a record unless a later offset holds its key, it has no
 //!    key, or it is a tombstone that has been in the clean section for
 //!    `delete.retention.ms`. Batches keep their offsets (leaving holes) and a group ends
-//!    with its original last offset (an empty batch if needed).
+//!    with its original last offset (an empty batch if needed). A partly kept batch is
+//!    re-encoded with its own codec. Aborted transactional data goes; a transaction
+//!    marker goes once its transaction has no data left and a delete horizon passed
+//!    (`marker`), its `.txnindex` entry with it.
 //! 4. Each group's new file is written as `<base>.log.cleaned`, fsynced, renamed to
 //!    `<base>.log.swap` (the commit point), then the old segments are removed and the swap
 //!    file renamed to `<base>.log`. Opening a log finishes or discards whatever a crash
@@ -25,6 +28,7 @@
 
 pub(crate) mod checkpoint;
 pub(crate) mod filter;
+pub(crate) mod marker;
 mod offset_map;
 mod throttle;
 
@@ -116,6 +120,8 @@ pub struct CleanStats {
     pub records_read: u64,
     pub records_removed: u64,
     pub tombstones_removed: u64,
+    /// Transaction markers dropped (their data gone and their delete horizon passed).
+    pub markers_removed: u64,
     pub segments_before: usize,
     pub segments_after: usize,
     /// Keys in the offset map and the offset the pass cleaned up to.

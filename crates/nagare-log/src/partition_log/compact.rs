@@ -13,6 +13,7 @@ use super::{io_err, PartitionLog};
 use crate::batch::{BatchHeader, HEADER_LEN};
 use crate::cleaner::checkpoint::{self, Checkpoint};
 use crate::cleaner::filter::{self, Filtered};
+use crate::cleaner::marker::{self, Dataless, TxnTracker};
 use crate::cleaner::{CleanStats, Cleanability, Cleaner, CompactionConfig, Throttle};
 use crate::index::Indexes;
 use crate::segment::{file_stem, scan, Io, Segment, LOG_SUFFIX};
@@ -24,6 +25,20 @@ use crate::LogError;
 const IO_CHUNK: usize = 1 << 20;
 const CLEANED_SUFFIX: &str = ".log.cleaned";
 const SWAP_SUFFIX: &str = ".log.swap";
+
+/// What every group of one pass shares.
+struct Pass<'a> {
+    /// Aborted transactions over the cleaned range.
+    aborted: &'a [AbortedTxnEntry],
+    /// Offsets from here on are past the offset map: copied, not compacted.
+    map_end: i64,
+    /// Tombstones below this offset have been clean for `delete.retention.ms`.
+    tombstone_horizon: i64,
+    now_ms: i64,
+    delete_retention_ms: i64,
+    /// Which transactions still have data, from the log start on.
+    txns: TxnTracker,
+}
 
 /// The part of the log a pass may look at.
 struct DirtyRange {
@@ -74,6 +89,31 @@ impl PartitionLog {
     pub fn roll_for_cleaning(&self) -> Result<bool, LogError> {
         let mut w = self.writer.lock();
         if w.closed || w.active.size() == 0 {
+            return Ok(false);
+        }
+        self.roll(&mut w)?;
+        Ok(true)
+    }
+
+    /// `max.compaction.lag.ms` on a partition that stopped receiving writes: rolls the
+    /// active segment once its first record is older than the lag, so those records
+    /// become cleanable and get compacted within the lag (Kafka rolls compacted logs at
+    /// `min(segment.ms, max.compaction.lag.ms)` for the same reason). Returns whether it
+    /// rolled.
+    pub fn roll_if_compaction_overdue(
+        &self,
+        config: &CompactionConfig,
+        now_ms: i64,
+    ) -> Result<bool, LogError> {
+        if config.max_compaction_lag_ms == i64::MAX {
+            return Ok(false);
+        }
+        let mut w = self.writer.lock();
+        if w.closed || w.active.size() == 0 {
+            return Ok(false);
+        }
+        let cutoff = now_ms.saturating_sub(config.max_compaction_lag_ms);
+        if first_timestamp(&w.active).is_none_or(|ts| ts >= cutoff) {
             return Ok(false);
         }
         self.roll(&mut w)?;
@@ -188,6 +228,14 @@ impl PartitionLog {
             .partition_point(|s| s.base < map_end)
             .min(r.uncleanable_idx);
         let max_group = self.segment_bytes();
+        let mut pass = Pass {
+            aborted: &aborted,
+            map_end,
+            tombstone_horizon: horizon,
+            now_ms,
+            delete_retention_ms: config.delete_retention_ms,
+            txns: TxnTracker::default(),
+        };
         let mut i = 0;
         while i < n {
             let mut j = i + 1;
@@ -197,7 +245,7 @@ impl PartitionLog {
                 j += 1;
             }
             let group = &r.segs[i..j];
-            if !self.clean_group(group, cleaner, &aborted, map_end, horizon, &mut stats)? {
+            if !self.clean_group(group, cleaner, &mut pass, &mut stats)? {
                 // Retention or truncation changed the segments meanwhile: stop here
                 // without moving the checkpoint; the next pass starts over.
                 return Ok(stats);
@@ -285,9 +333,7 @@ impl PartitionLog {
         &self,
         group: &[Arc<Segment>],
         cleaner: &mut Cleaner,
-        aborted: &[AbortedTxnEntry],
-        map_end: i64,
-        horizon: i64,
+        pass: &mut Pass<'_>,
         stats: &mut CleanStats,
     ) -> Result<bool, LogError> {
         let base = group[0].base;
@@ -297,6 +343,8 @@ impl PartitionLog {
         let mut out = Output::create(&self.io, &cleaned, base, self.config.index_interval_bytes)?;
         // The last batch of the group as it was, to end the new segment at the same offset.
         let mut last_original: Option<(BatchHeader, [u8; HEADER_LEN])> = None;
+        // ABORT markers dropped here: (producer id, offset), whose index entries go too.
+        let mut dropped_aborts: Vec<(i64, i64)> = Vec::new();
         let map = &cleaner.map;
         for seg in group {
             let file = seg.file().map_err(io_err(&seg.log_path))?;
@@ -312,18 +360,28 @@ impl PartitionLog {
                     let mut head = [0u8; HEADER_LEN];
                     head.copy_from_slice(&bytes[..HEADER_LEN]);
                     last_original = Some((*h, head));
-                    // Control batches stay until transaction markers are compacted as
-                    // Kafka does; batches past the map are not compacted in this pass.
-                    if h.is_control() || h.base_offset >= map_end {
+                    if h.is_control() {
+                        return copy_marker(pass, &mut out, bytes, h, &mut dropped_aborts, stats);
+                    }
+                    let txn = (h.is_transactional() && h.producer_id >= 0).then_some(h.producer_id);
+                    if h.record_count == 0 {
+                        // Emptied by an earlier pass: the group end gets one if needed.
+                        return Ok(true);
+                    }
+                    // Batches past the map are not compacted in this pass.
+                    if h.base_offset >= pass.map_end {
+                        if let Some(p) = txn {
+                            pass.txns.on_data(p, true);
+                        }
                         return out.write(bytes, h);
                     }
-                    if is_aborted(aborted, h) {
+                    if is_aborted(pass.aborted, h) {
                         stats.records_removed += h.record_count.max(0) as u64;
                         return Ok(true);
                     }
                     let mut tombstones = 0u64;
                     let filtered = filter::filter_batch(bytes, h, |rec| {
-                        if rec.offset >= map_end {
+                        if rec.offset >= pass.map_end {
                             return true;
                         }
                         let Some(key) = rec.key else {
@@ -332,13 +390,16 @@ impl PartitionLog {
                         if map.get(key).is_some_and(|latest| latest > rec.offset) {
                             return false;
                         }
-                        if rec.tombstone && rec.offset < horizon {
+                        if rec.tombstone && rec.offset < pass.tombstone_horizon {
                             tombstones += 1;
                             return false;
                         }
                         true
                     })?;
                     stats.tombstones_removed += tombstones;
+                    if let Some(p) = txn {
+                        pass.txns.on_data(p, !matches!(filtered, Filtered::Empty));
+                    }
                     match filtered {
                         Filtered::Unchanged => out.write(bytes, h),
                         Filtered::Rebuilt(b) => {
@@ -416,9 +477,11 @@ impl PartitionLog {
             }
             // The aborted-transaction entries of the replaced segments carry over (their
             // data is gone; the entries only answer what readers may still ask).
+            // Those of dropped ABORT markers go with them.
             let entries: Vec<AbortedTxnEntry> = group
                 .iter()
                 .flat_map(|g| g.txns.read().entries.clone())
+                .filter(|e| !dropped_aborts.contains(&(e.producer_id, e.last_offset)))
                 .collect();
             if !entries.is_empty() {
                 crate::txn_index::rewrite(&self.io, &seg.txn_path, &entries)
@@ -441,6 +504,43 @@ impl PartitionLog {
     }
 }
 
+/// Copies, stamps or drops one control batch (see `crate::cleaner::marker`).
+fn copy_marker(
+    pass: &mut Pass<'_>,
+    out: &mut Output,
+    bytes: &[u8],
+    h: &BatchHeader,
+    dropped_aborts: &mut Vec<(i64, i64)>,
+    stats: &mut CleanStats,
+) -> Result<bool, LogError> {
+    let has_data = pass.txns.on_marker(h.producer_id);
+    if h.record_count == 0 {
+        // An empty control batch ends nothing (Kafka drops those too).
+        return Ok(true);
+    }
+    if has_data || h.base_offset >= pass.map_end {
+        return out.write(bytes, h);
+    }
+    // Other control types (Kafka reserves more) are kept, as Kafka keeps them.
+    let Some(m) = crate::control::parse_control(bytes)? else {
+        return out.write(bytes, h);
+    };
+    match marker::dataless(bytes, h, pass.now_ms, pass.delete_retention_ms)? {
+        Dataless::Keep => out.write(bytes, h),
+        Dataless::Stamp(b) => {
+            let nh = filter::header(&b)?;
+            out.write(&b, &nh)
+        }
+        Dataless::Remove => {
+            if !m.commit {
+                dropped_aborts.push((h.producer_id, h.base_offset));
+            }
+            stats.markers_removed += 1;
+            Ok(true)
+        }
+    }
+}
+
 /// Whether `h` is a data batch of an aborted transaction.
 fn is_aborted(aborted: &[AbortedTxnEntry], h: &BatchHeader) -> bool {
     h.is_transactional()
@@ -452,11 +552,17 @@ fn is_aborted(aborted: &[AbortedTxnEntry], h: &BatchHeader) -> bool {
         })
 }
 
-/// The first record timestamp of a segment (its first batch's base timestamp).
+/// The first record timestamp of a segment (its first batch's base timestamp, or its
+/// max timestamp when the base one holds a delete horizon instead).
 fn first_timestamp(seg: &Segment) -> Option<i64> {
     let mut head = [0u8; HEADER_LEN];
     seg.file().ok()?.read_exact_at(&mut head, 0).ok()?;
-    filter::header(&head).ok().map(|h| h.base_timestamp)
+    let h = filter::header(&head).ok()?;
+    Some(if marker::delete_horizon(&h).is_some() {
+        h.max_timestamp
+    } else {
+        h.base_timestamp
+    })
 }
 
 fn remove_if_there(io: &Io, path: &Path) -> Result<(), LogError> {
