@@ -16,6 +16,14 @@ pub(crate) const FILE: &str = "cleaner-checkpoint";
 /// Pass lines kept at most.
 const MAX_PASSES: usize = 32;
 
+/// The first dirty offset `dir`'s checkpoint records (0 without one).
+pub(crate) fn first_dirty(io: &crate::segment::Io, dir: &std::path::Path) -> i64 {
+    match io.read_opt(&dir.join(FILE)) {
+        Ok(Some(bytes)) => Checkpoint::parse(&String::from_utf8_lossy(&bytes)).dirty,
+        _ => 0,
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Checkpoint {
     pub dirty: i64,

@@ -455,6 +455,19 @@ fn markers_go_once_their_data_is_gone_and_their_horizon_passed() {
     assert_eq!(log.last_stable_offset(), log.log_end_offset());
     assert!(log.ongoing_transactions().is_empty());
     assert_eq!(markers(&log), vec![(commit9, 9, None)]);
+
+    // A transaction checkpoint older than the removal (written before pid 8's marker,
+    // listing its transaction as open) must not reopen it: it began in the clean section.
+    drop(log);
+    std::fs::write(
+        dir.path().join("txn-checkpoint"),
+        format!("0\n8 {}\n", commit8 - 1),
+    )
+    .unwrap();
+    let log = PartitionLog::open(dir.path(), config(600)).unwrap();
+    assert!(log.ongoing_transactions().is_empty());
+    assert_eq!(log.last_stable_offset(), log.log_end_offset());
+    assert_eq!(all(&log), rows);
 }
 
 #[test]
