@@ -24,7 +24,9 @@
 //! 5. The checkpoint moves past the cleaned range.
 //!
 //! A pass is worth running when the dirty bytes are at least `min.cleanable.dirty.ratio`
-//! of the cleanable bytes, or when dirty records are older than `max.compaction.lag.ms`.
+//! of the cleanable bytes, when dirty records are older than `max.compaction.lag.ms`
+//! (the cleaner thread first rolls an active segment that old), or when a marker or
+//! tombstone a pass kept reached its delete horizon (the checkpoint dates the earliest).
 
 pub(crate) mod checkpoint;
 pub(crate) mod filter;
@@ -89,6 +91,8 @@ pub struct Cleanability {
     pub dirty_bytes: u64,
     /// Dirty records are older than `max.compaction.lag.ms`.
     pub overdue: bool,
+    /// A marker or tombstone of the clean section reached its delete horizon.
+    pub horizon_due: bool,
 }
 
 impl Cleanability {
@@ -103,8 +107,9 @@ impl Cleanability {
 
     /// Whether a pass is due under `config`.
     pub fn needs_cleaning(&self, config: &CompactionConfig) -> bool {
-        self.dirty_bytes > 0
-            && (self.overdue || self.dirty_ratio() >= config.min_cleanable_dirty_ratio)
+        self.horizon_due
+            || (self.dirty_bytes > 0
+                && (self.overdue || self.dirty_ratio() >= config.min_cleanable_dirty_ratio))
     }
 }
 

@@ -38,6 +38,14 @@ struct Pass<'a> {
     delete_retention_ms: i64,
     /// Which transactions still have data, from the log start on.
     txns: TxnTracker,
+    /// The earliest time a marker or tombstone kept by this pass may go.
+    next_horizon: Option<i64>,
+}
+
+impl Pass<'_> {
+    fn due_at(&mut self, t: i64) {
+        self.next_horizon = Some(self.next_horizon.map_or(t, |h| h.min(t)));
+    }
 }
 
 /// The part of the log a pass may look at.
@@ -81,6 +89,7 @@ impl PartitionLog {
             clean_bytes: size(&r.segs[..r.dirty_idx]),
             dirty_bytes: size(dirty),
             overdue,
+            horizon_due: self.read_checkpoint().horizon.is_some_and(|t| t <= now_ms),
         }
     }
 
@@ -204,7 +213,13 @@ impl PartitionLog {
             cleaned_up_to: r.first_dirty,
             ..CleanStats::default()
         };
-        if r.dirty_idx >= r.uncleanable_idx {
+        let mut ckpt = self.read_checkpoint();
+        // A marker or tombstone in the clean section reached its delete horizon: a pass
+        // is due even with nothing dirty (Kafka's cleaner picks such logs too), else a
+        // partition nobody writes to would keep them forever.
+        let horizon_due = ckpt.horizon.is_some_and(|t| t <= now_ms);
+        let dirty = r.dirty_idx < r.uncleanable_idx;
+        if !dirty && !horizon_due {
             return Ok(stats);
         }
         // Aborted transactional data neither counts as the latest record of a key nor
@@ -214,13 +229,18 @@ impl PartitionLog {
             .get(r.uncleanable_idx)
             .map_or_else(|| self.log_end_offset(), |s| s.base);
         let aborted = self.aborted_transactions(self.log_start_offset(), upto);
-        let map_end = self.build_map(cleaner, &r, &aborted, &mut stats)?;
+        let map_end = if dirty {
+            self.build_map(cleaner, &r, &aborted, &mut stats)?
+        } else {
+            // Only the clean section is copied: no key is newer than its records.
+            cleaner.map.clear();
+            r.first_dirty
+        };
         stats.cleaned_up_to = map_end;
         stats.map_entries = cleaner.map.len();
-        if map_end <= r.first_dirty {
+        if map_end <= r.first_dirty && !horizon_due {
             return Ok(stats);
         }
-        let mut ckpt = self.read_checkpoint();
         let horizon = ckpt.tombstone_horizon(now_ms, config.delete_retention_ms);
         // Every segment holding offsets below the map's end, grouped to fit a segment.
         let n = r
@@ -235,6 +255,7 @@ impl PartitionLog {
             now_ms,
             delete_retention_ms: config.delete_retention_ms,
             txns: TxnTracker::default(),
+            next_horizon: None,
         };
         let mut i = 0;
         while i < n {
@@ -253,6 +274,7 @@ impl PartitionLog {
             i = j;
         }
         ckpt.record_pass(map_end, now_ms);
+        ckpt.horizon = pass.next_horizon;
         self.write_checkpoint(&ckpt)?;
         self.changed.store(true, Ordering::Release);
         stats.elapsed = started.elapsed();
@@ -380,6 +402,7 @@ impl PartitionLog {
                         return Ok(true);
                     }
                     let mut tombstones = 0u64;
+                    let mut kept_tombstone = false;
                     let filtered = filter::filter_batch(bytes, h, |rec| {
                         if rec.offset >= pass.map_end {
                             return true;
@@ -390,13 +413,20 @@ impl PartitionLog {
                         if map.get(key).is_some_and(|latest| latest > rec.offset) {
                             return false;
                         }
-                        if rec.tombstone && rec.offset < pass.tombstone_horizon {
-                            tombstones += 1;
-                            return false;
+                        if rec.tombstone {
+                            if rec.offset < pass.tombstone_horizon {
+                                tombstones += 1;
+                                return false;
+                            }
+                            kept_tombstone = true;
                         }
                         true
                     })?;
                     stats.tombstones_removed += tombstones;
+                    if kept_tombstone {
+                        // Clean as of this pass at the latest: gone a retention later.
+                        pass.due_at(pass.now_ms.saturating_add(pass.delete_retention_ms));
+                    }
                     if let Some(p) = txn {
                         pass.txns.on_data(p, !matches!(filtered, Filtered::Empty));
                     }
@@ -526,9 +556,13 @@ fn copy_marker(
         return out.write(bytes, h);
     };
     match marker::dataless(bytes, h, pass.now_ms, pass.delete_retention_ms)? {
-        Dataless::Keep => out.write(bytes, h),
+        Dataless::Keep => {
+            pass.due_at(h.base_timestamp);
+            out.write(bytes, h)
+        }
         Dataless::Stamp(b) => {
             let nh = filter::header(&b)?;
+            pass.due_at(nh.base_timestamp);
             out.write(&b, &nh)
         }
         Dataless::Remove => {

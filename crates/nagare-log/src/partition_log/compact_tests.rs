@@ -572,3 +572,51 @@ fn max_compaction_lag_rolls_a_quiet_active_segment() {
     // An empty active segment is never rolled.
     assert!(!log.roll_if_compaction_overdue(&lagged, 100_000).unwrap());
 }
+
+#[test]
+fn a_quiet_partition_drops_markers_and_tombstones_at_their_horizon() {
+    use crate::control::{build_control_batch, set_producer};
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), config(600)).unwrap();
+    let mut b = build_batch(&[kv("k1", Some("in a transaction"), 1)]);
+    set_producer(&mut b, 8, 0, 0, true);
+    log.append(&mut b).unwrap();
+    let mut m = build_control_batch(8, 0, true, 0, 1);
+    log.append(&mut m).unwrap();
+    fill(&log, 20, 2, 1);
+    let mut b = build_batch(&[kv("gone", Some("x"), 1)]);
+    log.append(&mut b).unwrap();
+    let mut b = build_batch(&[kv("gone", None, 1)]);
+    log.append(&mut b).unwrap();
+    assert!(log.roll_for_cleaning().unwrap());
+    let cfg = eager(); // delete.retention.ms = 1 000
+    let mut cleaner = Cleaner::new(1 << 20, None);
+    let stats = log.clean(&mut cleaner, &cfg, 10_000).unwrap();
+    assert_eq!((stats.markers_removed, stats.tombstones_removed), (0, 0));
+    assert_eq!(markers(&log).len(), 1);
+    // Nothing is written any more: nothing is dirty, a pass is due at the horizon only.
+    let c = log.cleanability(&cfg, 10_999);
+    assert!(c.dirty_bytes == 0 && !c.needs_cleaning(&cfg), "{c:?}");
+    let c = log.cleanability(&cfg, 11_000);
+    assert!(c.horizon_due && c.needs_cleaning(&cfg), "{c:?}");
+    let before = all(&log);
+    let stats = log.clean(&mut cleaner, &cfg, 11_000).unwrap();
+    assert_eq!(
+        (stats.markers_removed, stats.tombstones_removed),
+        (1, 1),
+        "{stats:?}"
+    );
+    assert!(markers(&log).is_empty());
+    let after = all(&log);
+    assert!(!after.iter().any(|r| r.1 == "gone"));
+    assert_eq!(
+        after,
+        before
+            .into_iter()
+            .filter(|r| r.1 != "gone")
+            .collect::<Vec<_>>()
+    );
+    // And then nothing is due any more.
+    assert!(!log.cleanability(&cfg, 1_000_000).needs_cleaning(&cfg));
+    assert_eq!(log.log_end_offset(), 24);
+}
