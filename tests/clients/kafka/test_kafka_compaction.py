@@ -3,6 +3,7 @@ topic with cleanup.policy=compact reads back as the latest record per key, at th
 offsets it was written at, once the cleaner has run; tombstones delete keys; records
 without a key are refused with INVALID_RECORD."""
 
+import re
 import time
 import uuid
 
@@ -141,3 +142,42 @@ def test_keyless_records_are_refused_on_a_compacted_topic(nagare_factory):
               on_delivery=lambda err, msg: results.append(err))
     assert p.flush(20) == 0
     assert results[2] is None
+
+
+def markers_removed(n):
+    """Transaction markers the cleaner reported removing, from the broker's log."""
+    text = (n.data_dir.parent / "nagare.log").read_text(errors="replace")
+    return sum(int(x) for x in re.findall(r"markers_removed=(\d+)", text))
+
+
+def test_transaction_markers_go_once_their_data_has(nagare_factory):
+    """An ABORT and a COMMIT marker whose records are all compacted away are removed
+    after delete.retention.ms, the ABORT one's index entry with it: a later transaction
+    of the same producer still reads (a stale entry would hide it from read_committed)."""
+    n = nagare_factory(env=FAST)
+    topic = "compacted-txn-" + uuid.uuid4().hex[:8]
+    create(n.kafka, topic, **{"delete.retention.ms": "1000"})
+    p = Producer({"bootstrap.servers": n.kafka, "transactional.id": "tx-" + uuid.uuid4().hex,
+                  "linger.ms": 0})
+    p.init_transactions(10)
+    p.begin_transaction()
+    p.produce(topic, b"aborted", b"a", partition=0)
+    p.flush(10)
+    p.abort_transaction(10)
+    p.begin_transaction()
+    p.produce(topic, b"old", b"c", partition=0)
+    p.commit_transaction(10)
+    # Overwritten outside the transaction: the committed transaction's data goes too.
+    produce(n.kafka, topic, [(b"c", b"new")])
+    deadline = time.time() + 40
+    while markers_removed(n) < 2:
+        assert time.time() < deadline, "markers never removed"
+        time.sleep(0.5)
+    p.begin_transaction()
+    p.produce(topic, b"later", b"b", partition=0)
+    p.commit_transaction(10)
+    got = {k: v for _, k, v in read_all(n.kafka, topic)}
+    assert got == {b"c": b"new", b"b": b"later"}, got
+    n.restart()
+    got = {k: v for _, k, v in read_all(n.kafka, topic)}
+    assert got == {b"c": b"new", b"b": b"later"}, got
