@@ -551,8 +551,9 @@ fn copy_marker(
     if has_data || h.base_offset >= pass.map_end {
         return out.write(bytes, h);
     }
-    // Other control types (Kafka reserves more) are kept, as Kafka keeps them.
-    let Some(m) = crate::control::parse_control(bytes)? else {
+    // Other control types (Kafka reserves more) are kept, as Kafka keeps them; so is a
+    // marker that does not parse (it is not the cleaner's to judge).
+    let Some(m) = crate::control::parse_control(bytes).ok().flatten() else {
         return out.write(bytes, h);
     };
     match marker::dataless(bytes, h, pass.now_ms, pass.delete_retention_ms)? {
