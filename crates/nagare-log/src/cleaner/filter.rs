@@ -260,6 +260,16 @@ mod tests {
             (100, 102, 0)
         );
         assert!(decode_records(&e).unwrap().is_empty());
+        // An emptied marker or transactional batch is neither any more (it keeps the
+        // producer id and the timestamp type).
+        let mut m = crate::control::build_control_batch(4, 1, true, 0, 5);
+        crate::control::set_producer(&mut b, 4, 1, 0, true);
+        for src in [&mut m, &mut b] {
+            let h = header(src).unwrap();
+            let eh = header(&empty_batch(src, &h)).unwrap();
+            assert!(!eh.is_control() && !eh.is_transactional(), "{eh:?}");
+            assert_eq!((eh.producer_id, eh.record_count), (4, 0));
+        }
     }
 
     #[test]
