@@ -131,6 +131,11 @@ impl Broker {
             }
             let cc = compaction_config(&config);
             for p in topic.partitions() {
+                // max.compaction.lag.ms also holds for records still in the active
+                // segment of a partition nobody writes to any more.
+                if let Err(e) = p.log().roll_if_compaction_overdue(&cc, now_ms) {
+                    tracing::warn!(topic = p.topic(), partition = p.index(), error = %e, "rolling an overdue segment for compaction failed");
+                }
                 let c = p.log().cleanability(&cc, now_ms);
                 max_ratio = max_ratio.max(c.dirty_ratio());
                 if c.needs_cleaning(&cc) {
@@ -199,6 +204,7 @@ pub(crate) fn clean_partition(
         bytes_after = stats.bytes_after,
         records_removed = stats.records_removed,
         tombstones_removed = stats.tombstones_removed,
+        markers_removed = stats.markers_removed,
         segments_before = stats.segments_before,
         segments_after = stats.segments_after,
         cleaned_up_to = stats.cleaned_up_to,
@@ -207,4 +213,52 @@ pub(crate) fn clean_partition(
         "log cleaned"
     );
     Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AckLevel, BrokerConfig};
+    use nagare_log::batch::{decode_records, NewRecord};
+
+    #[tokio::test]
+    async fn a_quiet_partition_is_compacted_within_max_compaction_lag() {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = Broker::open(BrokerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..BrokerConfig::default()
+        })
+        .unwrap();
+        let mut config = TopicConfig::default();
+        config.set("cleanup.policy", "compact").unwrap();
+        config.set("max.compaction.lag.ms", "60000").unwrap();
+        let t = broker.create_topic("quiet", Some(1), config).unwrap();
+        let p = t.partition(0).unwrap();
+        let now = nagare_log::now_ms();
+        for i in 0..30 {
+            let r = NewRecord {
+                key: Some(format!("k{}", i % 3).into_bytes().into()),
+                value: Some(format!("v{i}").into_bytes().into()),
+                headers: vec![],
+                timestamp: now,
+            };
+            p.append_records(&[r], AckLevel::Leader).await.unwrap();
+        }
+        let settings = CleanerSettings::default();
+        let mut cleaner = None;
+        let count = |p: &Partition| -> usize {
+            let log = p.log();
+            log.read_batches(log.log_start_offset(), 1 << 20)
+                .unwrap()
+                .iter()
+                .map(|b| decode_records(b).unwrap().len())
+                .sum()
+        };
+        // Within the lag: everything is in the active segment, nothing happens.
+        broker.clean_dirtiest(&mut cleaner, &settings, now + 30_000);
+        assert_eq!((p.segment_count(), count(&p)), (1, 30));
+        // Past it: the active segment is rolled and cleaned, one record per key left.
+        assert!(broker.clean_dirtiest(&mut cleaner, &settings, now + 61_000) > 0);
+        assert_eq!((p.segment_count(), count(&p)), (2, 3));
+    }
 }

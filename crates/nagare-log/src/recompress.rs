@@ -21,6 +21,19 @@ pub struct TargetCodec {
     pub level: i32,
 }
 
+impl TargetCodec {
+    /// `codec` at its default level, as Kafka's cleaner re-encodes a batch it filtered
+    /// (`Compression.of(type).build()`): gzip's own default, zstd 3; lz4 and snappy
+    /// have no level here.
+    pub fn default_for(codec: Compression) -> TargetCodec {
+        let level = match codec {
+            Compression::Zstd => 3,
+            _ => -1,
+        };
+        TargetCodec { codec, level }
+    }
+}
+
 /// xerial snappy-java's block size and stream header (magic, version 1, compatible 1):
 /// the framing Kafka's Java client writes and every client reads.
 const XERIAL_BLOCK: usize = 32 * 1024;
@@ -83,7 +96,8 @@ pub fn stamp_log_append_time(batch: &mut [u8], now_ms: i64) -> Result<(), BatchE
     Ok(())
 }
 
-fn compress(target: TargetCodec, data: &[u8]) -> Result<Vec<u8>, BatchError> {
+/// Compresses a records section with `target` (the framing every client reads).
+pub(crate) fn compress(target: TargetCodec, data: &[u8]) -> Result<Vec<u8>, BatchError> {
     let err = |what: &str, e: &dyn std::fmt::Display| {
         BatchError::Decompression(format!("{what} compression failed: {e}"))
     };

@@ -3,18 +3,16 @@
 
 use crate::BatchError;
 
-/// Encoders for the tests; records are written by `BatchWriter`.
-#[cfg(test)]
+/// Encoders for the tests and the cleaner's marker rewrite; records are written by
+/// `BatchWriter`.
 pub(crate) fn put_varint(out: &mut Vec<u8>, v: i32) {
     put_uvarlong(out, ((v << 1) ^ (v >> 31)) as u32 as u64);
 }
 
-#[cfg(test)]
 pub(crate) fn put_varlong(out: &mut Vec<u8>, v: i64) {
     put_uvarlong(out, ((v << 1) ^ (v >> 63)) as u64);
 }
 
-#[cfg(test)]
 fn put_uvarlong(out: &mut Vec<u8>, mut u: u64) {
     while u >= 0x80 {
         out.push((u as u8) | 0x80);

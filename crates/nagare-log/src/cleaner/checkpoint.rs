@@ -4,6 +4,7 @@
 //! ```text
 //! dirty 1234            first offset not yet cleaned
 //! pass 1234 1700000000  a pass cleaned everything below 1234 at that time (ms)
+//! horizon 1700086400000 the earliest a marker or tombstone kept may go (ms)
 //! ```
 //!
 //! The `pass` lines date when records became part of the clean section, which is what
@@ -16,11 +17,22 @@ pub(crate) const FILE: &str = "cleaner-checkpoint";
 /// Pass lines kept at most.
 const MAX_PASSES: usize = 32;
 
+/// The first dirty offset `dir`'s checkpoint records (0 without one).
+pub(crate) fn first_dirty(io: &crate::segment::Io, dir: &std::path::Path) -> i64 {
+    match io.read_opt(&dir.join(FILE)) {
+        Ok(Some(bytes)) => Checkpoint::parse(&String::from_utf8_lossy(&bytes)).dirty,
+        _ => 0,
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Checkpoint {
     pub dirty: i64,
     /// (end offset, time ms), both increasing.
     pub passes: Vec<(i64, i64)>,
+    /// When the earliest marker or tombstone the last pass kept reaches its delete
+    /// horizon: a pass is due then even with nothing dirty.
+    pub horizon: Option<i64>,
 }
 
 impl Checkpoint {
@@ -30,6 +42,7 @@ impl Checkpoint {
             let mut it = line.split_whitespace();
             match (it.next(), it.next(), it.next()) {
                 (Some("dirty"), Some(o), None) => c.dirty = o.parse().unwrap_or(0),
+                (Some("horizon"), Some(t), None) => c.horizon = t.parse().ok(),
                 (Some("pass"), Some(o), Some(t)) => {
                     if let (Ok(o), Ok(t)) = (o.parse(), t.parse()) {
                         c.passes.push((o, t));
@@ -45,6 +58,9 @@ impl Checkpoint {
         let mut s = format!("dirty {}\n", self.dirty);
         for (o, t) in &self.passes {
             s.push_str(&format!("pass {o} {t}\n"));
+        }
+        if let Some(t) = self.horizon {
+            s.push_str(&format!("horizon {t}\n"));
         }
         s
     }
@@ -88,6 +104,9 @@ mod tests {
         c.record_pass(250, 5_000);
         let back = Checkpoint::parse(&c.render());
         assert_eq!(back, c);
+        c.horizon = Some(77);
+        assert_eq!(Checkpoint::parse(&c.render()), c);
+        c.horizon = None;
         assert_eq!(back.dirty, 250);
         assert_eq!(c.tombstone_horizon(1_500, 1_000), i64::MIN);
         assert_eq!(c.tombstone_horizon(2_000, 1_000), 100);

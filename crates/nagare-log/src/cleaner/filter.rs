@@ -4,8 +4,8 @@
 //! delta and producer fields, and offsets stay what they were, holes allowed).
 //!
 //! A batch that keeps every record is returned untouched (same bytes, same CRC). One
-//! that loses some is rebuilt uncompressed: re-encoding with the original codec is a
-//! space optimisation left for later (consumers accept either).
+//! that loses some is rebuilt with its original codec at that codec's default level,
+//! as Kafka's cleaner does: a compacted topic written compressed stays compressed.
 
 use bytes::{BufMut, BytesMut};
 
@@ -13,6 +13,7 @@ use crate::batch::Compression;
 use crate::batch::{self, BatchHeader, HEADER_LEN};
 use crate::batch_layout::pos;
 use crate::codec;
+use crate::recompress::{compress, TargetCodec};
 use crate::varint::{get_varint, get_varlong};
 use crate::BatchError;
 
@@ -69,12 +70,22 @@ pub(crate) fn filter_batch(
         return Ok(Filtered::Empty);
     }
     let len: usize = kept.iter().map(|r| r.len()).sum();
+    let codec = header.compression()?;
     let mut out = BytesMut::with_capacity(HEADER_LEN + len);
     out.extend_from_slice(&batch[..HEADER_LEN]);
-    for r in &kept {
-        out.extend_from_slice(&body[r.clone()]);
+    if codec == Compression::None {
+        for r in &kept {
+            out.extend_from_slice(&body[r.clone()]);
+        }
+    } else {
+        let mut records = Vec::with_capacity(len);
+        for r in &kept {
+            records.extend_from_slice(&body[r.clone()]);
+        }
+        out.extend_from_slice(&compress(TargetCodec::default_for(codec), &records)?);
     }
-    let attributes = header.attributes & !0x07;
+    // The codec bits stay as they were: the body is in that codec again.
+    let attributes = header.attributes;
     let max_timestamp = if header.is_log_append_time() {
         header.max_timestamp
     } else {
@@ -87,11 +98,15 @@ pub(crate) fn filter_batch(
 /// A header-only batch covering the same offsets as `header` with no records. Written
 /// where a cleaned segment would otherwise end before its last offset, so the next
 /// segment still starts right after it (Kafka writes such empty batches too, and
-/// clients skip them).
+/// clients skip them). It keeps the producer id and sequence (what an idempotent
+/// producer's state is rebuilt from) but is neither transactional nor a marker: holding
+/// no record, it must not open a transaction when the log is rescanned, nor end one.
 pub(crate) fn empty_batch(original: &[u8], header: &BatchHeader) -> BytesMut {
     let mut out = BytesMut::with_capacity(HEADER_LEN);
     out.extend_from_slice(&original[..HEADER_LEN]);
-    patch_header(&mut out, header.attributes & !0x07, header.max_timestamp, 0);
+    // Keep only the timestamp type: no codec, transactional, control or horizon bit.
+    let attributes = header.attributes & 0x08;
+    patch_header(&mut out, attributes, header.max_timestamp, 0);
     out
 }
 
@@ -245,5 +260,70 @@ mod tests {
             (100, 102, 0)
         );
         assert!(decode_records(&e).unwrap().is_empty());
+        // An emptied marker or transactional batch is neither any more (it keeps the
+        // producer id and the timestamp type).
+        let mut m = crate::control::build_control_batch(4, 1, true, 0, 5);
+        crate::control::set_producer(&mut b, 4, 1, 0, true);
+        for src in [&mut m, &mut b] {
+            let h = header(src).unwrap();
+            let eh = header(&empty_batch(src, &h)).unwrap();
+            assert!(!eh.is_control() && !eh.is_transactional(), "{eh:?}");
+            assert_eq!((eh.producer_id, eh.record_count), (4, 0));
+        }
+    }
+
+    #[test]
+    fn a_compressed_batch_keeps_its_codec() {
+        use crate::recompress::recompress;
+        let records: Vec<NewRecord> = (0..40)
+            .map(|i| rec(&format!("k{}", i % 10), Some("value value value value"), i))
+            .collect();
+        let plain = build_batch(&records);
+        for codec in [
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::Zstd,
+        ] {
+            let mut b = recompress(&plain, TargetCodec::default_for(codec))
+                .unwrap()
+                .unwrap();
+            batch::set_base_offset(&mut b, 1_000);
+            let h = header(&b).unwrap();
+            // Keep the last record of each key: offsets 1030..1040.
+            let Filtered::Rebuilt(out) = filter_batch(&b, &h, |r| r.offset >= 1_030).unwrap()
+            else {
+                panic!("expected a rebuilt batch");
+            };
+            let h2 = batch::validate_stored(&out, usize::MAX).unwrap();
+            assert_eq!(h2.compression().unwrap(), codec, "{codec:?}");
+            assert_eq!((h2.record_count, h2.last_offset_delta), (10, 39));
+            assert_eq!(h2.max_timestamp, 39);
+            let recs = decode_records(&out).unwrap();
+            assert_eq!(
+                recs.iter().map(|r| r.offset).collect::<Vec<_>>(),
+                (1_030..1_040).collect::<Vec<_>>()
+            );
+            assert_eq!(recs[0].timestamp, 30);
+            // Smaller than the same records uncompressed would be.
+            let mut raw = plain.clone();
+            batch::set_base_offset(&mut raw, 1_000);
+            let hr = header(&raw).unwrap();
+            let Filtered::Rebuilt(raw_out) =
+                filter_batch(&raw, &hr, |r| r.offset >= 1_030).unwrap()
+            else {
+                panic!("expected a rebuilt batch");
+            };
+            assert_eq!(
+                header(&raw_out).unwrap().compression().unwrap(),
+                Compression::None
+            );
+            assert!(
+                out.len() < raw_out.len(),
+                "{codec:?}: {} >= {}",
+                out.len(),
+                raw_out.len()
+            );
+        }
     }
 }

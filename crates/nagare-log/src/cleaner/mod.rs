@@ -13,7 +13,10 @@
 //!    fit `segment.bytes`, keeping a record unless a later offset holds its key, it has no
 //!    key, or it is a tombstone that has been in the clean section for
 //!    `delete.retention.ms`. Batches keep their offsets (leaving holes) and a group ends
-//!    with its original last offset (an empty batch if needed).
+//!    with its original last offset (an empty batch if needed). A partly kept batch is
+//!    re-encoded with its own codec. Aborted transactional data goes; a transaction
+//!    marker goes once its transaction has no data left and a delete horizon passed
+//!    (`marker`), its `.txnindex` entry with it.
 //! 4. Each group's new file is written as `<base>.log.cleaned`, fsynced, renamed to
 //!    `<base>.log.swap` (the commit point), then the old segments are removed and the swap
 //!    file renamed to `<base>.log`. Opening a log finishes or discards whatever a crash
@@ -21,10 +24,13 @@
 //! 5. The checkpoint moves past the cleaned range.
 //!
 //! A pass is worth running when the dirty bytes are at least `min.cleanable.dirty.ratio`
-//! of the cleanable bytes, or when dirty records are older than `max.compaction.lag.ms`.
+//! of the cleanable bytes, when dirty records are older than `max.compaction.lag.ms`
+//! (the cleaner thread first rolls an active segment that old), or when a marker or
+//! tombstone a pass kept reached its delete horizon (the checkpoint dates the earliest).
 
 pub(crate) mod checkpoint;
 pub(crate) mod filter;
+pub(crate) mod marker;
 mod offset_map;
 mod throttle;
 
@@ -85,6 +91,8 @@ pub struct Cleanability {
     pub dirty_bytes: u64,
     /// Dirty records are older than `max.compaction.lag.ms`.
     pub overdue: bool,
+    /// A marker or tombstone of the clean section reached its delete horizon.
+    pub horizon_due: bool,
 }
 
 impl Cleanability {
@@ -99,8 +107,9 @@ impl Cleanability {
 
     /// Whether a pass is due under `config`.
     pub fn needs_cleaning(&self, config: &CompactionConfig) -> bool {
-        self.dirty_bytes > 0
-            && (self.overdue || self.dirty_ratio() >= config.min_cleanable_dirty_ratio)
+        self.horizon_due
+            || (self.dirty_bytes > 0
+                && (self.overdue || self.dirty_ratio() >= config.min_cleanable_dirty_ratio))
     }
 }
 
@@ -116,6 +125,8 @@ pub struct CleanStats {
     pub records_read: u64,
     pub records_removed: u64,
     pub tombstones_removed: u64,
+    /// Transaction markers dropped (their data gone and their delete horizon passed).
+    pub markers_removed: u64,
     pub segments_before: usize,
     pub segments_after: usize,
     /// Keys in the offset map and the offset the pass cleaned up to.

@@ -1,29 +1,47 @@
 //! Log compaction of one partition (the algorithm is described in `crate::cleaner`):
 //! planning a pass, building the offset map, copying segments group by group and
-//! swapping the results in, plus the recovery of a swap a crash interrupted.
+//! swapping the results in. The file side (chunked reads, the segment being written,
+//! recovering an interrupted swap) is `compact_files`.
 
-use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
+pub(crate) use super::compact_files::recover_swaps;
+use super::compact_files::{each_batch, remove_if_there, Output, CLEANED_SUFFIX, SWAP_SUFFIX};
 use super::{io_err, PartitionLog};
 use crate::batch::{BatchHeader, HEADER_LEN};
 use crate::cleaner::checkpoint::{self, Checkpoint};
 use crate::cleaner::filter::{self, Filtered};
-use crate::cleaner::{CleanStats, Cleanability, Cleaner, CompactionConfig, Throttle};
-use crate::index::Indexes;
-use crate::segment::{file_stem, scan, Io, Segment, LOG_SUFFIX};
+use crate::cleaner::marker::{self, Dataless, TxnTracker};
+use crate::cleaner::{CleanStats, Cleanability, Cleaner, CompactionConfig};
+use crate::segment::{file_stem, Segment};
 use crate::storage::OpenMode;
 use crate::txn_index::AbortedTxnEntry;
 use crate::LogError;
 
-/// Reads of segments being cleaned go through a buffer this large.
-const IO_CHUNK: usize = 1 << 20;
-const CLEANED_SUFFIX: &str = ".log.cleaned";
-const SWAP_SUFFIX: &str = ".log.swap";
+/// What every group of one pass shares.
+struct Pass<'a> {
+    /// Aborted transactions over the cleaned range.
+    aborted: &'a [AbortedTxnEntry],
+    /// Offsets from here on are past the offset map: copied, not compacted.
+    map_end: i64,
+    /// Tombstones below this offset have been clean for `delete.retention.ms`.
+    tombstone_horizon: i64,
+    now_ms: i64,
+    delete_retention_ms: i64,
+    /// Which transactions still have data, from the log start on.
+    txns: TxnTracker,
+    /// The earliest time a marker or tombstone kept by this pass may go.
+    next_horizon: Option<i64>,
+}
+
+impl Pass<'_> {
+    fn due_at(&mut self, t: i64) {
+        self.next_horizon = Some(self.next_horizon.map_or(t, |h| h.min(t)));
+    }
+}
 
 /// The part of the log a pass may look at.
 struct DirtyRange {
@@ -66,6 +84,7 @@ impl PartitionLog {
             clean_bytes: size(&r.segs[..r.dirty_idx]),
             dirty_bytes: size(dirty),
             overdue,
+            horizon_due: self.read_checkpoint().horizon.is_some_and(|t| t <= now_ms),
         }
     }
 
@@ -74,6 +93,31 @@ impl PartitionLog {
     pub fn roll_for_cleaning(&self) -> Result<bool, LogError> {
         let mut w = self.writer.lock();
         if w.closed || w.active.size() == 0 {
+            return Ok(false);
+        }
+        self.roll(&mut w)?;
+        Ok(true)
+    }
+
+    /// `max.compaction.lag.ms` on a partition that stopped receiving writes: rolls the
+    /// active segment once its first record is older than the lag, so those records
+    /// become cleanable and get compacted within the lag (Kafka rolls compacted logs at
+    /// `min(segment.ms, max.compaction.lag.ms)` for the same reason). Returns whether it
+    /// rolled.
+    pub fn roll_if_compaction_overdue(
+        &self,
+        config: &CompactionConfig,
+        now_ms: i64,
+    ) -> Result<bool, LogError> {
+        if config.max_compaction_lag_ms == i64::MAX {
+            return Ok(false);
+        }
+        let mut w = self.writer.lock();
+        if w.closed || w.active.size() == 0 {
+            return Ok(false);
+        }
+        let cutoff = now_ms.saturating_sub(config.max_compaction_lag_ms);
+        if first_timestamp(&w.active).is_none_or(|ts| ts >= cutoff) {
             return Ok(false);
         }
         self.roll(&mut w)?;
@@ -164,7 +208,13 @@ impl PartitionLog {
             cleaned_up_to: r.first_dirty,
             ..CleanStats::default()
         };
-        if r.dirty_idx >= r.uncleanable_idx {
+        let mut ckpt = self.read_checkpoint();
+        // A marker or tombstone in the clean section reached its delete horizon: a pass
+        // is due even with nothing dirty (Kafka's cleaner picks such logs too), else a
+        // partition nobody writes to would keep them forever.
+        let horizon_due = ckpt.horizon.is_some_and(|t| t <= now_ms);
+        let dirty = r.dirty_idx < r.uncleanable_idx;
+        if !dirty && !horizon_due {
             return Ok(stats);
         }
         // Aborted transactional data neither counts as the latest record of a key nor
@@ -174,13 +224,18 @@ impl PartitionLog {
             .get(r.uncleanable_idx)
             .map_or_else(|| self.log_end_offset(), |s| s.base);
         let aborted = self.aborted_transactions(self.log_start_offset(), upto);
-        let map_end = self.build_map(cleaner, &r, &aborted, &mut stats)?;
+        let map_end = if dirty {
+            self.build_map(cleaner, &r, &aborted, &mut stats)?
+        } else {
+            // Only the clean section is copied: no key is newer than its records.
+            cleaner.map.clear();
+            r.first_dirty
+        };
         stats.cleaned_up_to = map_end;
         stats.map_entries = cleaner.map.len();
-        if map_end <= r.first_dirty {
+        if map_end <= r.first_dirty && !horizon_due {
             return Ok(stats);
         }
-        let mut ckpt = self.read_checkpoint();
         let horizon = ckpt.tombstone_horizon(now_ms, config.delete_retention_ms);
         // Every segment holding offsets below the map's end, grouped to fit a segment.
         let n = r
@@ -188,6 +243,15 @@ impl PartitionLog {
             .partition_point(|s| s.base < map_end)
             .min(r.uncleanable_idx);
         let max_group = self.segment_bytes();
+        let mut pass = Pass {
+            aborted: &aborted,
+            map_end,
+            tombstone_horizon: horizon,
+            now_ms,
+            delete_retention_ms: config.delete_retention_ms,
+            txns: TxnTracker::default(),
+            next_horizon: None,
+        };
         let mut i = 0;
         while i < n {
             let mut j = i + 1;
@@ -197,7 +261,7 @@ impl PartitionLog {
                 j += 1;
             }
             let group = &r.segs[i..j];
-            if !self.clean_group(group, cleaner, &aborted, map_end, horizon, &mut stats)? {
+            if !self.clean_group(group, cleaner, &mut pass, &mut stats)? {
                 // Retention or truncation changed the segments meanwhile: stop here
                 // without moving the checkpoint; the next pass starts over.
                 return Ok(stats);
@@ -205,6 +269,7 @@ impl PartitionLog {
             i = j;
         }
         ckpt.record_pass(map_end, now_ms);
+        ckpt.horizon = pass.next_horizon;
         self.write_checkpoint(&ckpt)?;
         self.changed.store(true, Ordering::Release);
         stats.elapsed = started.elapsed();
@@ -285,9 +350,7 @@ impl PartitionLog {
         &self,
         group: &[Arc<Segment>],
         cleaner: &mut Cleaner,
-        aborted: &[AbortedTxnEntry],
-        map_end: i64,
-        horizon: i64,
+        pass: &mut Pass<'_>,
         stats: &mut CleanStats,
     ) -> Result<bool, LogError> {
         let base = group[0].base;
@@ -297,6 +360,8 @@ impl PartitionLog {
         let mut out = Output::create(&self.io, &cleaned, base, self.config.index_interval_bytes)?;
         // The last batch of the group as it was, to end the new segment at the same offset.
         let mut last_original: Option<(BatchHeader, [u8; HEADER_LEN])> = None;
+        // ABORT markers dropped here: (producer id, offset), whose index entries go too.
+        let mut dropped_aborts: Vec<(i64, i64)> = Vec::new();
         let map = &cleaner.map;
         for seg in group {
             let file = seg.file().map_err(io_err(&seg.log_path))?;
@@ -312,18 +377,29 @@ impl PartitionLog {
                     let mut head = [0u8; HEADER_LEN];
                     head.copy_from_slice(&bytes[..HEADER_LEN]);
                     last_original = Some((*h, head));
-                    // Control batches stay until transaction markers are compacted as
-                    // Kafka does; batches past the map are not compacted in this pass.
-                    if h.is_control() || h.base_offset >= map_end {
+                    if h.is_control() {
+                        return copy_marker(pass, &mut out, bytes, h, &mut dropped_aborts, stats);
+                    }
+                    let txn = (h.is_transactional() && h.producer_id >= 0).then_some(h.producer_id);
+                    if h.record_count == 0 {
+                        // Emptied by an earlier pass: the group end gets one if needed.
+                        return Ok(true);
+                    }
+                    // Batches past the map are not compacted in this pass.
+                    if h.base_offset >= pass.map_end {
+                        if let Some(p) = txn {
+                            pass.txns.on_data(p, true);
+                        }
                         return out.write(bytes, h);
                     }
-                    if is_aborted(aborted, h) {
+                    if is_aborted(pass.aborted, h) {
                         stats.records_removed += h.record_count.max(0) as u64;
                         return Ok(true);
                     }
                     let mut tombstones = 0u64;
+                    let mut kept_tombstone = false;
                     let filtered = filter::filter_batch(bytes, h, |rec| {
-                        if rec.offset >= map_end {
+                        if rec.offset >= pass.map_end {
                             return true;
                         }
                         let Some(key) = rec.key else {
@@ -332,13 +408,23 @@ impl PartitionLog {
                         if map.get(key).is_some_and(|latest| latest > rec.offset) {
                             return false;
                         }
-                        if rec.tombstone && rec.offset < horizon {
-                            tombstones += 1;
-                            return false;
+                        if rec.tombstone {
+                            if rec.offset < pass.tombstone_horizon {
+                                tombstones += 1;
+                                return false;
+                            }
+                            kept_tombstone = true;
                         }
                         true
                     })?;
                     stats.tombstones_removed += tombstones;
+                    if kept_tombstone {
+                        // Clean as of this pass at the latest: gone a retention later.
+                        pass.due_at(pass.now_ms.saturating_add(pass.delete_retention_ms));
+                    }
+                    if let Some(p) = txn {
+                        pass.txns.on_data(p, !matches!(filtered, Filtered::Empty));
+                    }
                     match filtered {
                         Filtered::Unchanged => out.write(bytes, h),
                         Filtered::Rebuilt(b) => {
@@ -416,9 +502,11 @@ impl PartitionLog {
             }
             // The aborted-transaction entries of the replaced segments carry over (their
             // data is gone; the entries only answer what readers may still ask).
+            // Those of dropped ABORT markers go with them.
             let entries: Vec<AbortedTxnEntry> = group
                 .iter()
                 .flat_map(|g| g.txns.read().entries.clone())
+                .filter(|e| !dropped_aborts.contains(&(e.producer_id, e.last_offset)))
                 .collect();
             if !entries.is_empty() {
                 crate::txn_index::rewrite(&self.io, &seg.txn_path, &entries)
@@ -441,6 +529,48 @@ impl PartitionLog {
     }
 }
 
+/// Copies, stamps or drops one control batch (see `crate::cleaner::marker`).
+fn copy_marker(
+    pass: &mut Pass<'_>,
+    out: &mut Output,
+    bytes: &[u8],
+    h: &BatchHeader,
+    dropped_aborts: &mut Vec<(i64, i64)>,
+    stats: &mut CleanStats,
+) -> Result<bool, LogError> {
+    let has_data = pass.txns.on_marker(h.producer_id);
+    if h.record_count == 0 {
+        // An empty control batch ends nothing (Kafka drops those too).
+        return Ok(true);
+    }
+    if has_data || h.base_offset >= pass.map_end {
+        return out.write(bytes, h);
+    }
+    // Other control types (Kafka reserves more) are kept, as Kafka keeps them; so is a
+    // marker that does not parse (it is not the cleaner's to judge).
+    let Some(m) = crate::control::parse_control(bytes).ok().flatten() else {
+        return out.write(bytes, h);
+    };
+    match marker::dataless(bytes, h, pass.now_ms, pass.delete_retention_ms)? {
+        Dataless::Keep => {
+            pass.due_at(h.base_timestamp);
+            out.write(bytes, h)
+        }
+        Dataless::Stamp(b) => {
+            let nh = filter::header(&b)?;
+            pass.due_at(nh.base_timestamp);
+            out.write(&b, &nh)
+        }
+        Dataless::Remove => {
+            if !m.commit {
+                dropped_aborts.push((h.producer_id, h.base_offset));
+            }
+            stats.markers_removed += 1;
+            Ok(true)
+        }
+    }
+}
+
 /// Whether `h` is a data batch of an aborted transaction.
 fn is_aborted(aborted: &[AbortedTxnEntry], h: &BatchHeader) -> bool {
     h.is_transactional()
@@ -452,186 +582,15 @@ fn is_aborted(aborted: &[AbortedTxnEntry], h: &BatchHeader) -> bool {
         })
 }
 
-/// The first record timestamp of a segment (its first batch's base timestamp).
+/// The first record timestamp of a segment (its first batch's base timestamp, or its
+/// max timestamp when the base one holds a delete horizon instead).
 fn first_timestamp(seg: &Segment) -> Option<i64> {
     let mut head = [0u8; HEADER_LEN];
     seg.file().ok()?.read_exact_at(&mut head, 0).ok()?;
-    filter::header(&head).ok().map(|h| h.base_timestamp)
-}
-
-fn remove_if_there(io: &Io, path: &Path) -> Result<(), LogError> {
-    match io.storage.remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_err(path)(e)),
-        _ => Ok(()),
-    }
-}
-
-/// Calls `f(position, header, whole batch)` for every batch of `file` between `from`
-/// and `limit`, reading in large chunks through the throttle; `f` returns false to stop.
-fn each_batch(
-    file: &File,
-    path: &Path,
-    from: u64,
-    limit: u64,
-    throttle: &mut Throttle,
-    mut f: impl FnMut(u64, &BatchHeader, &[u8]) -> Result<bool, LogError>,
-) -> Result<(), LogError> {
-    let mut buf: Vec<u8> = Vec::new();
-    let mut buf_pos = from;
-    let mut pos = from;
-    // Reads at least `n` bytes at `pos` (more, up to a chunk, when the segment has them).
-    let mut refill = |buf: &mut Vec<u8>, buf_pos: &mut u64, pos: u64, n: usize| {
-        let want = (n.max(IO_CHUNK) as u64).min(limit - pos) as usize;
-        buf.resize(want, 0);
-        file.read_exact_at(buf, pos).map_err(io_err(path))?;
-        throttle.consume(want as u64);
-        *buf_pos = pos;
-        Ok::<(), LogError>(())
-    };
-    let covers = |buf: &Vec<u8>, buf_pos: u64, pos: u64, n: usize| {
-        pos >= buf_pos && pos + n as u64 <= buf_pos + buf.len() as u64
-    };
-    while pos + HEADER_LEN as u64 <= limit {
-        if !covers(&buf, buf_pos, pos, HEADER_LEN) {
-            refill(&mut buf, &mut buf_pos, pos, HEADER_LEN)?;
-        }
-        let h = filter::header(&buf[(pos - buf_pos) as usize..])?;
-        let len = h.total_len();
-        if pos + len as u64 > limit {
-            break; // a torn tail: the segment ends before it
-        }
-        if !covers(&buf, buf_pos, pos, len) {
-            refill(&mut buf, &mut buf_pos, pos, len)?;
-        }
-        let at = (pos - buf_pos) as usize;
-        if !f(pos, &h, &buf[at..at + len])? {
-            break;
-        }
-        pos += len as u64;
-    }
-    Ok(())
-}
-
-/// The new segment being written: buffered writes and its indexes.
-struct Output {
-    io: Io,
-    path: PathBuf,
-    file: File,
-    base: i64,
-    interval: u32,
-    pos: u64,
-    buf: Vec<u8>,
-    idx: Indexes,
-    last_offset: i64,
-}
-
-impl Output {
-    fn create(io: &Io, path: &Path, base: i64, interval: u32) -> Result<Output, LogError> {
-        let file = io
-            .open(path, OpenMode::CreateTruncate)
-            .map_err(io_err(path))?;
-        Ok(Output {
-            io: io.clone(),
-            path: path.to_path_buf(),
-            file,
-            base,
-            interval: interval.max(1),
-            pos: 0,
-            buf: Vec::with_capacity(IO_CHUNK),
-            idx: Indexes::default(),
-            last_offset: base - 1,
-        })
-    }
-
-    fn write(&mut self, bytes: &[u8], h: &BatchHeader) -> Result<bool, LogError> {
-        if self.buf.len() + bytes.len() > IO_CHUNK && !self.buf.is_empty() {
-            // Bounded memory: the group is written out a chunk at a time.
-            self.flush()?;
-        }
-        let at = self.pos + self.buf.len() as u64;
-        self.idx.on_append(
-            self.base,
-            at,
-            bytes.len() as u64,
-            h.last_offset(),
-            h.max_timestamp,
-            self.interval,
-        );
-        self.buf.extend_from_slice(bytes);
-        self.last_offset = h.last_offset();
-        Ok(true)
-    }
-
-    fn flush(&mut self) -> Result<(), LogError> {
-        if !self.buf.is_empty() {
-            self.io
-                .storage
-                .write_at(&self.file, &[&self.buf], self.pos)
-                .map_err(io_err(&self.path))?;
-            self.pos += self.buf.len() as u64;
-            self.buf.clear();
-        }
-        Ok(())
-    }
-
-    /// Writes what is buffered and fsyncs; returns the size and the indexes.
-    fn finish(mut self) -> Result<(u64, Indexes), LogError> {
-        self.flush()?;
-        self.io
-            .storage
-            .sync_data(&self.file)
-            .map_err(io_err(&self.path))?;
-        self.idx.maybe_add_time_entry(self.base);
-        Ok((self.pos, self.idx))
-    }
-}
-
-/// Finishes or discards what a crash left of a swap (called on open, before the
-/// segments are listed): `.cleaned` files were never committed and are removed; a
-/// `.swap` file was committed, so the segments it replaces go and it takes their place.
-pub(crate) fn recover_swaps(io: &Io, dir: &Path, max_batch: usize) -> std::io::Result<()> {
-    let names = io.storage.list_dir(dir)?;
-    let mut touched = false;
-    for name in &names {
-        if name.ends_with(CLEANED_SUFFIX) {
-            tracing::info!(file = %name, "removing an unfinished cleaned segment");
-            io.storage.remove_file(&dir.join(name))?;
-            touched = true;
-        }
-    }
-    for name in &names {
-        let Some(stem) = name.strip_suffix(SWAP_SUFFIX) else {
-            continue;
-        };
-        let Ok(base) = stem.parse::<i64>() else {
-            continue;
-        };
-        let swap: PathBuf = dir.join(name);
-        let file = io.open(&swap, OpenMode::Read)?;
-        let len = file.metadata()?.len();
-        let end = scan(&file, 0, len, None, max_batch, false, |_, _, _| {})?;
-        drop(file);
-        let next = end.next_offset.unwrap_or(base);
-        tracing::info!(file = %name, up_to = next, "completing an interrupted segment swap");
-        for other in &names {
-            let Some((s, ext)) = other.split_once('.') else {
-                continue;
-            };
-            let Ok(b) = s.parse::<i64>() else {
-                continue;
-            };
-            let replaced =
-                (b > base && b < next) || (b == base && ext != "log" && ext != "log.swap");
-            if replaced && matches!(ext, "log" | "index" | "timeindex" | "txnindex") {
-                io.storage.remove_file(&dir.join(other))?;
-            }
-        }
-        io.storage
-            .rename(&swap, &dir.join(format!("{stem}{LOG_SUFFIX}")))?;
-        touched = true;
-    }
-    if touched {
-        io.sync_dir(dir)?;
-    }
-    Ok(())
+    let h = filter::header(&head).ok()?;
+    Some(if marker::delete_horizon(&h).is_some() {
+        h.max_timestamp
+    } else {
+        h.base_timestamp
+    })
 }

@@ -352,3 +352,278 @@ fn aborted_data_never_wins_and_open_transactions_are_not_cleaned() {
     let log = PartitionLog::open(dir.path(), config(600)).unwrap();
     assert_eq!(all(&log), rows);
 }
+
+/// Every batch header from the start, in order.
+fn headers(log: &PartitionLog) -> Vec<crate::batch::BatchHeader> {
+    let mut out = Vec::new();
+    let mut at = log.log_start_offset();
+    while at < log.log_end_offset() {
+        let batches = log.read_batches(at, 1 << 20).unwrap();
+        assert!(!batches.is_empty(), "no batch at {at}");
+        for b in batches {
+            let h = crate::batch::parse_header(&b).unwrap();
+            at = h.last_offset() + 1;
+            out.push(h);
+        }
+    }
+    out
+}
+
+/// The markers left: (offset, producer id, delete horizon).
+fn markers(log: &PartitionLog) -> Vec<(i64, i64, Option<i64>)> {
+    headers(log)
+        .iter()
+        .filter(|h| h.is_control() && h.record_count > 0)
+        .map(|h| {
+            (
+                h.base_offset,
+                h.producer_id,
+                crate::cleaner::marker::delete_horizon(h),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn markers_go_once_their_data_is_gone_and_their_horizon_passed() {
+    use crate::control::{build_control_batch, set_producer};
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), config(600)).unwrap();
+    let txn = |log: &PartitionLog, pid: i64, key: &str, value: &str| {
+        let mut b = build_batch(&[kv(key, Some(value), 1)]);
+        set_producer(&mut b, pid, 0, 0, true);
+        log.append(&mut b).unwrap();
+    };
+    let marker = |log: &PartitionLog, pid: i64, commit: bool| {
+        let mut m = build_control_batch(pid, 0, commit, 0, 1);
+        log.append(&mut m).unwrap().base_offset
+    };
+    txn(&log, 7, "k0", "aborted");
+    let abort7 = marker(&log, 7, false);
+    txn(&log, 8, "k1", "committed, overwritten later");
+    let commit8 = marker(&log, 8, true);
+    txn(&log, 9, "kept", "committed and kept");
+    let commit9 = marker(&log, 9, true);
+    fill(&log, 40, 2, 1); // overwrites k0 and k1
+    let cfg = eager(); // delete.retention.ms = 1 000
+    let mut cleaner = Cleaner::new(1 << 20, None);
+    let end = log.log_end_offset();
+    assert_eq!(log.aborted_transactions(0, end).len(), 1);
+
+    // First pass: the aborted data and pid 8's overwritten record go; their markers get a
+    // delete horizon (now + delete.retention.ms); pid 9's marker has data, it stays as is.
+    let stats = log.clean(&mut cleaner, &cfg, 10_000).unwrap();
+    assert_eq!(stats.markers_removed, 0);
+    assert_eq!(
+        markers(&log),
+        vec![
+            (abort7, 7, Some(11_000)),
+            (commit8, 8, Some(11_000)),
+            (commit9, 9, None)
+        ]
+    );
+    assert!(!all(&log).iter().any(|r| r.1 == "k1" && r.0 < commit8));
+    assert_eq!(
+        log.aborted_transactions(0, end).len(),
+        1,
+        "entry kept with marker"
+    );
+
+    // Before the horizon: still there.
+    fill(&log, 30, 1, 1);
+    let stats = log.clean(&mut cleaner, &cfg, 10_999).unwrap();
+    assert_eq!(stats.markers_removed, 0);
+    assert_eq!(markers(&log).len(), 3);
+
+    // After it: both dataless markers go, the ABORT one's .txnindex entry with it.
+    fill(&log, 30, 1, 1);
+    let stats = log.clean(&mut cleaner, &cfg, 11_000).unwrap();
+    assert_eq!(stats.markers_removed, 2, "{stats:?}");
+    assert_eq!(markers(&log), vec![(commit9, 9, None)]);
+    assert!(log.aborted_transactions(0, log.log_end_offset()).is_empty());
+    assert!(all(&log)
+        .iter()
+        .any(|r| r.2.as_deref() == Some("committed and kept")));
+    let rows = all(&log);
+
+    // Reopened without a clean close (the transaction state is rescanned): the same
+    // records, no aborted entry, no transaction left open.
+    drop(log);
+    let log = PartitionLog::open(dir.path(), config(600)).unwrap();
+    assert_eq!(all(&log), rows);
+    assert!(log.aborted_transactions(0, log.log_end_offset()).is_empty());
+    assert_eq!(log.last_stable_offset(), log.log_end_offset());
+    assert!(log.ongoing_transactions().is_empty());
+    assert_eq!(markers(&log), vec![(commit9, 9, None)]);
+
+    // A transaction checkpoint older than the removal (written before pid 8's marker,
+    // listing its transaction as open) must not reopen it: it began in the clean section.
+    drop(log);
+    std::fs::write(
+        dir.path().join("txn-checkpoint"),
+        format!("0\n8 {}\n", commit8 - 1),
+    )
+    .unwrap();
+    let log = PartitionLog::open(dir.path(), config(600)).unwrap();
+    assert!(log.ongoing_transactions().is_empty());
+    assert_eq!(log.last_stable_offset(), log.log_end_offset());
+    assert_eq!(all(&log), rows);
+}
+
+#[test]
+fn an_emptied_transactional_batch_at_a_group_end_is_not_transactional() {
+    use crate::control::{build_control_batch, set_producer};
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), config(400)).unwrap();
+    // Transactional data, overwritten, then its marker. An emptied batch kept at a group
+    // end must not read as transactional: once the marker is removed, a rescan would
+    // take it for a transaction that never ends.
+    for i in 0..6 {
+        let mut b = build_batch(&[kv("t", Some(&format!("txn{i}")), 1)]);
+        set_producer(&mut b, 5, 0, i, true);
+        log.append(&mut b).unwrap();
+    }
+    let mut m = build_control_batch(5, 0, true, 0, 1);
+    log.append(&mut m).unwrap();
+    fill(&log, 60, 1, 1);
+    let mut cleaner = Cleaner::new(1 << 20, None);
+    log.clean(&mut cleaner, &eager(), 10).unwrap();
+    let hs = headers(&log);
+    // (The case at hand: a group ended on one of the transaction's emptied batches.)
+    assert!(
+        hs.iter().any(|h| h.record_count == 0 && h.producer_id == 5),
+        "{hs:?}"
+    );
+    assert!(hs
+        .iter()
+        .all(|h| h.record_count > 0 || !(h.is_transactional() || h.is_control())));
+    drop(log);
+    // No txn checkpoint: remove it to force a full rescan.
+    let _ = std::fs::remove_file(dir.path().join("txn-checkpoint"));
+    let log = PartitionLog::open(dir.path(), config(400)).unwrap();
+    assert!(log.ongoing_transactions().is_empty());
+    assert_eq!(log.last_stable_offset(), log.log_end_offset());
+}
+
+#[test]
+fn compressed_batches_stay_compressed_after_cleaning() {
+    use crate::batch::Compression;
+    use crate::recompress::{recompress, TargetCodec};
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), config(2_000)).unwrap();
+    for round in 0..4 {
+        let records: Vec<NewRecord> = (0..20)
+            .map(|i| {
+                kv(
+                    &format!("k{i}"),
+                    Some(&format!("round {round} value value")),
+                    1,
+                )
+            })
+            .collect();
+        // Keys k0..k9 are overwritten by the next round only in even rounds' first half.
+        let records = if round % 2 == 1 {
+            records[..10].to_vec()
+        } else {
+            records
+        };
+        let mut b = recompress(
+            &build_batch(&records),
+            TargetCodec::default_for(Compression::Zstd),
+        )
+        .unwrap()
+        .unwrap();
+        log.append(&mut b).unwrap();
+    }
+    fill(&log, 40, 1, 1);
+    let before = latest(&log);
+    let mut cleaner = Cleaner::new(1 << 20, None);
+    let stats = log.clean(&mut cleaner, &eager(), 10).unwrap();
+    assert!(stats.records_removed > 0, "{stats:?}");
+    assert_eq!(latest(&log), before);
+    let data: Vec<_> = headers(&log)
+        .into_iter()
+        .filter(|h| h.record_count > 1)
+        .collect();
+    assert!(!data.is_empty());
+    assert!(
+        data.iter()
+            .all(|h| h.compression().unwrap() == Compression::Zstd),
+        "{data:?}"
+    );
+}
+
+#[test]
+fn max_compaction_lag_rolls_a_quiet_active_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), config(1 << 20)).unwrap();
+    fill(&log, 50, 5, 1_000);
+    let lagged = CompactionConfig {
+        max_compaction_lag_ms: 5_000,
+        ..eager()
+    };
+    // Nothing is cleanable while everything sits in the active segment.
+    assert_eq!(log.cleanability(&lagged, 100_000).dirty_bytes, 0);
+    // Without a max lag, or before it: no roll.
+    assert!(!log.roll_if_compaction_overdue(&eager(), 100_000).unwrap());
+    assert!(!log.roll_if_compaction_overdue(&lagged, 5_999).unwrap());
+    assert_eq!(log.segment_count(), 1);
+    // Past it: the active segment rolls, the records become cleanable and get compacted.
+    assert!(log.roll_if_compaction_overdue(&lagged, 6_001).unwrap());
+    assert_eq!(log.segment_count(), 2);
+    let c = log.cleanability(&lagged, 6_001);
+    assert!(c.overdue && c.needs_cleaning(&lagged), "{c:?}");
+    let mut cleaner = Cleaner::new(1 << 20, None);
+    log.clean(&mut cleaner, &lagged, 6_001).unwrap();
+    assert_eq!(all(&log).len(), 5);
+    // An empty active segment is never rolled.
+    assert!(!log.roll_if_compaction_overdue(&lagged, 100_000).unwrap());
+}
+
+#[test]
+fn a_quiet_partition_drops_markers_and_tombstones_at_their_horizon() {
+    use crate::control::{build_control_batch, set_producer};
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), config(600)).unwrap();
+    let mut b = build_batch(&[kv("k1", Some("in a transaction"), 1)]);
+    set_producer(&mut b, 8, 0, 0, true);
+    log.append(&mut b).unwrap();
+    let mut m = build_control_batch(8, 0, true, 0, 1);
+    log.append(&mut m).unwrap();
+    fill(&log, 20, 2, 1);
+    let mut b = build_batch(&[kv("gone", Some("x"), 1)]);
+    log.append(&mut b).unwrap();
+    let mut b = build_batch(&[kv("gone", None, 1)]);
+    log.append(&mut b).unwrap();
+    assert!(log.roll_for_cleaning().unwrap());
+    let cfg = eager(); // delete.retention.ms = 1 000
+    let mut cleaner = Cleaner::new(1 << 20, None);
+    let stats = log.clean(&mut cleaner, &cfg, 10_000).unwrap();
+    assert_eq!((stats.markers_removed, stats.tombstones_removed), (0, 0));
+    assert_eq!(markers(&log).len(), 1);
+    // Nothing is written any more: nothing is dirty, a pass is due at the horizon only.
+    let c = log.cleanability(&cfg, 10_999);
+    assert!(c.dirty_bytes == 0 && !c.needs_cleaning(&cfg), "{c:?}");
+    let c = log.cleanability(&cfg, 11_000);
+    assert!(c.horizon_due && c.needs_cleaning(&cfg), "{c:?}");
+    let before = all(&log);
+    let stats = log.clean(&mut cleaner, &cfg, 11_000).unwrap();
+    assert_eq!(
+        (stats.markers_removed, stats.tombstones_removed),
+        (1, 1),
+        "{stats:?}"
+    );
+    assert!(markers(&log).is_empty());
+    let after = all(&log);
+    assert!(!after.iter().any(|r| r.1 == "gone"));
+    assert_eq!(
+        after,
+        before
+            .into_iter()
+            .filter(|r| r.1 != "gone")
+            .collect::<Vec<_>>()
+    );
+    // And then nothing is due any more.
+    assert!(!log.cleanability(&cfg, 1_000_000).needs_cleaning(&cfg));
+    assert_eq!(log.log_end_offset(), 24);
+}

@@ -20,6 +20,7 @@ use crate::{LogConfig, LogError};
 
 mod append;
 mod compact;
+mod compact_files;
 mod read;
 mod recovery;
 mod retention;

@@ -226,6 +226,14 @@ pub(super) fn recover_transactions(
         snapshots: Vec::new(),
     };
     rescan(segs, from, &mut state, end)?;
+    // The cleaner only compacts what is below the last stable offset, so a transaction
+    // starting below its first dirty offset had ended before that pass; and once its
+    // data is gone the cleaner removes its marker, which a rescan from an older
+    // checkpoint would then miss. Such a transaction is not open.
+    let cleaned = crate::cleaner::checkpoint::first_dirty(io, dir);
+    if cleaned <= end {
+        state.ongoing.retain(|_, first| *first >= cleaned);
+    }
     Ok(state)
 }
 
