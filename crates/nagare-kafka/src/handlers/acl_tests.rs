@@ -813,7 +813,16 @@ async fn transactional_id_checks() {
         (t.error_code, t.transaction_state.to_string())
     };
     assert_eq!(describe(&bob).await.0, TXN_ID_AUTHORIZATION_FAILED);
-    assert_eq!(describe(&alice).await, (0, "CompleteCommit".to_string()));
+    // EndTxn answers once the decision is stored; the completion follows shortly.
+    let mut seen = describe(&alice).await;
+    for _ in 0..500 {
+        if seen.1 == "CompleteCommit" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        seen = describe(&alice).await;
+    }
+    assert_eq!(seen, (0, "CompleteCommit".to_string()));
     let list_request = ListTransactionsRequest::default().with_duration_filter(-1);
     let list = async |session: &Arc<Session>| {
         let r: ListTransactionsResponse =
