@@ -1,5 +1,8 @@
 //! Idempotent producer ids: InitProducerId hands out ids and epochs, kept in the internal
-//! log `producers` (one record `id:epoch` per allocation, keyed `producer`). The sequence
+//! log `producers`: one record `id:epoch` per allocation, keyed by the id, so the log
+//! cleaner keeps each id's current epoch, and the next id is the largest kept + 1 (ids
+//! are never deleted). Earlier versions keyed every record `producer`; such a log is
+//! rewritten once on open (see `internal_log.rs`). The sequence
 //! numbers of each producer's batches are checked where batches are appended, by the
 //! partition (see `partition/sequence.rs`).
 
@@ -11,11 +14,13 @@ use nagare_log::batch::{NewRecord, Record};
 use parking_lot::Mutex;
 use thiserror::Error;
 
-use crate::internal_log::{InternalLog, InternalLogWriter, InternalOp};
+use crate::internal_log::{InternalLog, InternalLogWriter, InternalOp, Replayed};
 use crate::{Broker, CoreError};
 
 /// The internal log holding the allocations (`DATA/__nagare_producers-0`).
 pub const PRODUCERS_LOG: &str = "producers";
+/// The one key earlier versions gave every allocation.
+const LEGACY_KEY: &[u8] = b"producer";
 
 #[derive(Debug, Error)]
 pub enum ProduceError {
@@ -50,9 +55,13 @@ pub struct ProducerIds {
 impl InternalOp for Allocation {
     type State = ProducerIds;
 
+    fn key(&self) -> Bytes {
+        Bytes::from(self.id.to_string())
+    }
+
     fn encode(&self, timestamp: i64) -> NewRecord {
         NewRecord {
-            key: Some(Bytes::from_static(b"producer")),
+            key: Some(self.key()),
             value: Some(Bytes::from(format!("{}:{}", self.id, self.epoch))),
             headers: Vec::new(),
             timestamp,
@@ -62,6 +71,18 @@ impl InternalOp for Allocation {
     fn decode(record: &Record) -> Option<Self> {
         let (id, epoch) = parse_allocation(record.value.as_deref()?)?;
         Some(Allocation { id, epoch })
+    }
+
+    fn replay(record: &Record, state: &mut ProducerIds) -> Replayed {
+        let Some(op) = Self::decode(record) else {
+            return Replayed::Unreadable;
+        };
+        op.apply(state);
+        if record.key.as_deref() == Some(LEGACY_KEY) {
+            Replayed::Legacy
+        } else {
+            Replayed::Current
+        }
     }
 
     fn apply(self, state: &mut ProducerIds) {

@@ -1,7 +1,13 @@
-//! Records of the queue state log: key = queue name, value = JSON: a batch of newly
-//! acknowledged offsets, a new delivered-up-to mark, or a snapshot of the whole state
-//! (written when the log is compacted). Offsets are stored as inclusive ranges to stay
-//! small. Logs written before the delivered mark existed read as "nothing delivered".
+//! Records of the queue state log: key = queue name, value = JSON of the queue's whole
+//! acknowledgement state (floor, acknowledged offsets above it as inclusive ranges,
+//! delivered mark), so the latest record of a queue is its state and the log cleaner
+//! compacts the log. A busy queue writes one record per append of the log's writer, not
+//! one per acknowledgement (the writer keeps the last op of each key).
+//!
+//! Earlier versions also wrote deltas (a batch of newly acknowledged offsets, a new
+//! delivered mark) beside such states: they are still read, and a log holding them is
+//! rewritten once on open (see `internal_log.rs`). States written before the delivered
+//! mark existed read as "nothing delivered".
 
 use std::collections::HashMap;
 
@@ -10,29 +16,84 @@ use nagare_log::batch::{NewRecord, Record};
 use serde::{Deserialize, Serialize};
 
 use super::AckState;
-use crate::internal_log::InternalOp;
+use crate::internal_log::{InternalOp, Replayed};
 
-/// One change of one queue's state: the operation the internal-log engine stores.
+/// The whole state of one queue: the operation the internal-log engine stores.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct QueueOp {
     pub queue: String,
-    pub op: StateOp,
+    pub state: AckState,
 }
 
 impl InternalOp for QueueOp {
     type State = HashMap<String, AckState>;
 
+    fn key(&self) -> Bytes {
+        Bytes::copy_from_slice(self.queue.as_bytes())
+    }
+
     fn encode(&self, timestamp: i64) -> NewRecord {
-        self.op.to_record(&self.queue, timestamp)
+        let stored = Stored::Snapshot {
+            floor: self.state.floor,
+            above: ranges(self.state.above.iter().copied()),
+            delivered: self.state.delivered,
+        };
+        NewRecord {
+            key: Some(self.key()),
+            value: serde_json::to_vec(&stored).ok().map(Bytes::from),
+            headers: Vec::new(),
+            timestamp,
+        }
     }
 
     fn decode(record: &Record) -> Option<Self> {
-        let (queue, op) = StateOp::from_record(record)?;
-        Some(QueueOp { queue, op })
+        match read(record)? {
+            (queue, Stored::Snapshot {
+                floor,
+                above,
+                delivered,
+            }) => Some(QueueOp {
+                queue,
+                state: AckState {
+                    floor,
+                    above: expand(&above)?.into_iter().collect(),
+                    delivered,
+                },
+            }),
+            _ => None,
+        }
+    }
+
+    fn replay(record: &Record, state: &mut Self::State) -> Replayed {
+        let Some((queue, stored)) = read(record) else {
+            return Replayed::Unreadable;
+        };
+        let applied = match stored {
+            Stored::Snapshot { .. } => match Self::decode(record) {
+                Some(op) => {
+                    op.apply(state);
+                    return Replayed::Current;
+                }
+                None => None,
+            },
+            Stored::Acked(rs) => expand(&rs).map(|offsets| {
+                let s = state.entry(queue).or_default();
+                offsets.into_iter().for_each(|o| s.ack(o));
+            }),
+            Stored::Delivered(mark) => {
+                let s = state.entry(queue).or_default();
+                s.delivered = s.delivered.max(mark);
+                Some(())
+            }
+        };
+        match applied {
+            Some(()) => Replayed::Legacy,
+            None => Replayed::Unreadable,
+        }
     }
 
     fn apply(self, state: &mut Self::State) {
-        self.op.apply(state.entry(self.queue).or_default());
+        state.insert(self.queue, self.state);
     }
 
     fn snapshot(state: &Self::State) -> Vec<Self> {
@@ -40,20 +101,14 @@ impl InternalOp for QueueOp {
             .iter()
             .map(|(queue, s)| QueueOp {
                 queue: queue.clone(),
-                op: StateOp::Snapshot(s.clone()),
+                state: s.clone(),
             })
             .collect()
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum StateOp {
-    Acked(Vec<i64>),
-    /// Everything below this offset has been delivered at least once.
-    Delivered(i64),
-    Snapshot(AckState),
-}
-
+/// A record's value. `Snapshot` (named so by the version that wrote it only on
+/// compaction) is the one written today; the deltas are only read.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum Stored {
@@ -67,56 +122,10 @@ enum Stored {
     },
 }
 
-impl StateOp {
-    pub(super) fn to_record(&self, queue: &str, timestamp: i64) -> NewRecord {
-        let stored = match self {
-            StateOp::Acked(offsets) => {
-                let mut sorted = offsets.clone();
-                sorted.sort_unstable();
-                Stored::Acked(ranges(sorted))
-            }
-            StateOp::Delivered(mark) => Stored::Delivered(*mark),
-            StateOp::Snapshot(s) => Stored::Snapshot {
-                floor: s.floor,
-                above: ranges(s.above.iter().copied()),
-                delivered: s.delivered,
-            },
-        };
-        NewRecord {
-            key: Some(Bytes::copy_from_slice(queue.as_bytes())),
-            value: serde_json::to_vec(&stored).ok().map(Bytes::from),
-            headers: Vec::new(),
-            timestamp,
-        }
-    }
-
-    /// The queue and change a record holds; `None` for records this version cannot read.
-    pub(super) fn from_record(r: &Record) -> Option<(String, StateOp)> {
-        let queue = String::from_utf8(r.key.as_deref()?.to_vec()).ok()?;
-        let stored: Stored = serde_json::from_slice(r.value.as_deref()?).ok()?;
-        let op = match stored {
-            Stored::Acked(rs) => StateOp::Acked(expand(&rs)?),
-            Stored::Delivered(mark) => StateOp::Delivered(mark),
-            Stored::Snapshot {
-                floor,
-                above,
-                delivered,
-            } => StateOp::Snapshot(AckState {
-                floor,
-                above: expand(&above)?.into_iter().collect(),
-                delivered,
-            }),
-        };
-        Some((queue, op))
-    }
-
-    pub(super) fn apply(self, state: &mut AckState) {
-        match self {
-            StateOp::Acked(offsets) => offsets.into_iter().for_each(|o| state.ack(o)),
-            StateOp::Delivered(mark) => state.delivered = state.delivered.max(mark),
-            StateOp::Snapshot(s) => *state = s,
-        }
-    }
+fn read(r: &Record) -> Option<(String, Stored)> {
+    let queue = String::from_utf8(r.key.as_deref()?.to_vec()).ok()?;
+    let stored: Stored = serde_json::from_slice(r.value.as_deref()?).ok()?;
+    Some((queue, stored))
 }
 
 /// Sorted offsets to inclusive ranges.
@@ -144,22 +153,61 @@ fn expand(rs: &[(i64, i64)]) -> Option<Vec<i64>> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn snapshots_without_a_delivered_mark_still_read() {
-        let r = nagare_log::batch::Record {
+    fn record(key: &'static [u8], value: &'static [u8]) -> Record {
+        Record {
             offset: 0,
             timestamp: 0,
-            key: Some(Bytes::from_static(b"q")),
-            value: Some(Bytes::from_static(
-                br#"{"snapshot":{"floor":3,"above":[[5,6]]}}"#,
-            )),
+            key: Some(Bytes::from_static(key)),
+            value: Some(Bytes::from_static(value)),
             headers: Vec::new(),
-        };
-        let Some((q, StateOp::Snapshot(s))) = StateOp::from_record(&r) else {
+        }
+    }
+
+    #[test]
+    fn states_without_a_delivered_mark_still_read() {
+        let r = record(b"q", br#"{"snapshot":{"floor":3,"above":[[5,6]]}}"#);
+        let Some(QueueOp { queue, state }) = QueueOp::decode(&r) else {
             panic!("unreadable");
         };
-        assert_eq!(q, "q");
-        assert_eq!((s.floor, s.above.len(), s.delivered), (3, 2, 0));
+        assert_eq!(queue, "q");
+        assert_eq!((state.floor, state.above.len(), state.delivered), (3, 2, 0));
+    }
+
+    #[test]
+    fn deltas_of_earlier_versions_replay_as_legacy() {
+        let mut state = HashMap::new();
+        let current = record(b"q", br#"{"snapshot":{"floor":2,"above":[],"delivered":4}}"#);
+        assert_eq!(QueueOp::replay(&current, &mut state), Replayed::Current);
+        let acked = record(b"q", br#"{"acked":[[2,3],[6,6]]}"#);
+        assert_eq!(QueueOp::replay(&acked, &mut state), Replayed::Legacy);
+        let delivered = record(b"q", br#"{"delivered":9}"#);
+        assert_eq!(QueueOp::replay(&delivered, &mut state), Replayed::Legacy);
+        let s = &state["q"];
+        assert_eq!((s.floor, s.delivered), (4, 9));
+        assert_eq!(s.above.iter().copied().collect::<Vec<_>>(), vec![6]);
+        let junk = record(b"q", b"{}");
+        assert_eq!(QueueOp::replay(&junk, &mut state), Replayed::Unreadable);
+    }
+
+    #[test]
+    fn a_state_round_trips() {
+        let op = QueueOp {
+            queue: "q".into(),
+            state: AckState {
+                floor: 5,
+                above: [7, 8, 10].into_iter().collect(),
+                delivered: 11,
+            },
+        };
+        let r = op.encode(0);
+        let back = QueueOp::decode(&Record {
+            offset: 0,
+            timestamp: 0,
+            key: r.key,
+            value: r.value,
+            headers: Vec::new(),
+        });
+        assert_eq!(back, Some(op));
     }
 
     #[test]

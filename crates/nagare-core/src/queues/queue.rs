@@ -292,7 +292,7 @@ impl Queue {
         st.in_flight.retain(|&o, _| o >= end);
         st.next_read = st.next_read.max(end);
         let ticket = match self.queues.upgrade() {
-            Some(q) => q.record_snapshot(&self.name, &st.acks),
+            Some(q) => q.record_state(&self.name, &st.acks, true),
             None => crate::internal_log::Ticket::ready(),
         };
         (purged, ticket)
@@ -325,7 +325,7 @@ impl Queue {
             st.acks.ack(o);
         }
         if let Some(q) = self.queues.upgrade() {
-            q.record_acks(&self.name, offsets);
+            drop(q.record_state(&self.name, &st.acks, false));
         }
     }
 
@@ -383,7 +383,7 @@ impl Queue {
         if mark > st.acks.delivered {
             st.acks.delivered = mark;
             if let Some(q) = self.queues.upgrade() {
-                q.record_delivered(&self.name, mark);
+                drop(q.record_state(&self.name, &st.acks, false));
             }
         }
         let mut settled = Vec::new();

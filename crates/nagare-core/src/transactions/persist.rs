@@ -1,7 +1,7 @@
 //! How transaction state is kept in the internal `transactions` log: one record per
 //! stored transition, keyed by the transactional id, the value being the whole metadata
 //! (JSON) or a tombstone (no value) when the id expires. Replaying keeps the last value
-//! per key, which is also what a compaction keeps.
+//! per key, which is also what the log cleaner keeps.
 
 use std::collections::BTreeMap;
 
@@ -27,13 +27,18 @@ pub type StoredTransactions = BTreeMap<String, TxnMetadata>;
 impl InternalOp for TxnOp {
     type State = StoredTransactions;
 
+    fn key(&self) -> Bytes {
+        let (TxnOp::Put { id, .. } | TxnOp::Remove { id }) = self;
+        Bytes::copy_from_slice(id.as_bytes())
+    }
+
     fn encode(&self, timestamp: i64) -> NewRecord {
-        let (id, value) = match self {
-            TxnOp::Put { id, meta } => (id, serde_json::to_vec(meta).ok().map(Bytes::from)),
-            TxnOp::Remove { id } => (id, None),
+        let value = match self {
+            TxnOp::Put { meta, .. } => serde_json::to_vec(meta).ok().map(Bytes::from),
+            TxnOp::Remove { .. } => None,
         };
         NewRecord {
-            key: Some(Bytes::from(id.clone().into_bytes())),
+            key: Some(self.key()),
             value,
             headers: Vec::new(),
             timestamp,
