@@ -517,6 +517,66 @@ fn clean_all(
 
 pub(crate) use nagare_log::now_ms;
 
+/// What the op types' tests need to check their records against the cleaner and the
+/// migration: a full clean now, and records of an earlier format written as they were.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+
+    /// Cleans the internal log `name` completely, as its writer does. Tombstones go on
+    /// the first clean with something new to clean after the one that reached them.
+    pub(crate) fn clean_now(broker: &Broker, name: &str) {
+        let partition = broker.internal_log(name).expect("internal log");
+        let mut cleaner = nagare_log::cleaner::Cleaner::new(INTERNAL_DEDUPE_BYTES, None);
+        clean_all(&partition, &mut cleaner).expect("clean");
+    }
+
+    /// Appends `records` to the internal log `name` as they are, fsynced (an earlier
+    /// version's log). Blocking: runs its own small runtime on a plain thread.
+    pub(crate) fn append_raw(broker: &Arc<Broker>, name: &str, records: Vec<NewRecord>) {
+        let broker = broker.clone();
+        let name = name.to_string();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async {
+                let p = broker.internal_log(&name).expect("internal log");
+                p.append_records(&records, AckLevel::Leader)
+                    .await
+                    .expect("append");
+                p.sync_to(p.log_end_offset()).await.expect("sync");
+            });
+        })
+        .join()
+        .expect("append thread");
+    }
+
+    /// Every record of the internal log `name`.
+    pub(crate) fn records(broker: &Broker, name: &str) -> Vec<Record> {
+        let p = broker.internal_log(name).expect("internal log");
+        let mut out = Vec::new();
+        let mut offset = p.log_start_offset();
+        while offset < p.log_end_offset() {
+            let r = p.records_from(offset, 1 << 20).expect("read");
+            out.extend(r.records);
+            offset = r.next_offset;
+        }
+        out
+    }
+
+    /// A keyed record with a JSON or text value (`None`: a tombstone).
+    pub(crate) fn raw(key: &str, value: Option<&str>) -> NewRecord {
+        NewRecord {
+            key: Some(Bytes::copy_from_slice(key.as_bytes())),
+            value: value.map(|v| Bytes::copy_from_slice(v.as_bytes())),
+            headers: Vec::new(),
+            timestamp: 0,
+        }
+    }
+}
+
 #[cfg(test)]
 #[path = "internal_log_tests.rs"]
 mod tests;

@@ -178,6 +178,7 @@ fn parse_allocation(v: &[u8]) -> Option<(i64, i16)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::internal_log::test_support;
 
     #[test]
     fn allocation_records_parse() {
@@ -203,5 +204,78 @@ mod tests {
             Err(ProduceError::UnknownProducerId(7))
         ));
         assert_eq!(decide(&ids, None).ok().map(|a| a.id), Some(1));
+    }
+
+    fn broker(dir: &std::path::Path) -> Arc<Broker> {
+        Broker::open(crate::BrokerConfig {
+            data_dir: dir.to_path_buf(),
+            ..crate::BrokerConfig::default()
+        })
+        .unwrap()
+    }
+
+    /// Opens the producers, runs `f` with the writer running, waits for it to end.
+    async fn with_producers<F, Fut>(dir: &std::path::Path, f: F)
+    where
+        F: FnOnce(Arc<Producers>) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let b = broker(dir);
+        let (p, writer) = Producers::open(&b).unwrap();
+        let task = tokio::spawn(writer.run());
+        let p = Arc::new(p);
+        f(p.clone()).await;
+        p.log.flush().await.unwrap();
+        drop(p);
+        task.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn ids_and_epochs_survive_a_clean_and_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        with_producers(dir.path(), |p| async move {
+            assert_eq!(p.init_producer_id(None).await.unwrap(), (0, 0));
+            assert_eq!(p.init_producer_id(None).await.unwrap(), (1, 0));
+            assert_eq!(p.init_producer_id(Some((0, 0))).await.unwrap(), (0, 1));
+        })
+        .await;
+        let b = broker(dir.path());
+        test_support::clean_now(&b, PRODUCERS_LOG);
+        assert_eq!(test_support::records(&b, PRODUCERS_LOG).len(), 2, "one per id");
+        drop(b);
+        with_producers(dir.path(), |p| async move {
+            assert_eq!(p.init_producer_id(None).await.unwrap(), (2, 0));
+            assert_eq!(p.init_producer_id(Some((0, 1))).await.unwrap(), (0, 2));
+            assert!(p.init_producer_id(Some((0, 0))).await.is_err(), "fenced");
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_log_of_one_key_is_rewritten_by_id() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let b = broker(dir.path());
+            let old = ["0:0", "1:0", "0:1", "2:0", "0:2"]
+                .map(|v| test_support::raw("producer", Some(v)));
+            test_support::append_raw(&b, PRODUCERS_LOG, old.to_vec());
+        }
+        with_producers(dir.path(), |p| async move {
+            assert_eq!(p.ids.lock().next, 3);
+            assert_eq!(p.init_producer_id(Some((0, 2))).await.unwrap(), (0, 3));
+        })
+        .await;
+        let b = broker(dir.path());
+        let records = test_support::records(&b, PRODUCERS_LOG);
+        assert!(records.iter().all(|r| r.key.as_deref() != Some(LEGACY_KEY)));
+        // The cleaner alone keeps the state now.
+        test_support::clean_now(&b, PRODUCERS_LOG);
+        drop(b);
+        with_producers(dir.path(), |p| async move {
+            assert_eq!(p.init_producer_id(None).await.unwrap(), (3, 0));
+            assert_eq!(p.init_producer_id(Some((2, 0))).await.unwrap(), (2, 1));
+            assert_eq!(p.init_producer_id(Some((0, 3))).await.unwrap(), (0, 4));
+        })
+        .await;
     }
 }
