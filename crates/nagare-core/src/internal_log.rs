@@ -458,7 +458,6 @@ impl<O: InternalOp> InternalLogWriter<O> {
         tracing::info!(log = %self.name, removed, live, "internal log cleaned");
         Ok(())
     }
-
 }
 
 /// For each of `ops`, whether no later one has its key.

@@ -241,7 +241,11 @@ mod tests {
         .await;
         let b = broker(dir.path());
         test_support::clean_now(&b, PRODUCERS_LOG);
-        assert_eq!(test_support::records(&b, PRODUCERS_LOG).len(), 2, "one per id");
+        assert_eq!(
+            test_support::records(&b, PRODUCERS_LOG).len(),
+            2,
+            "one per id"
+        );
         drop(b);
         with_producers(dir.path(), |p| async move {
             assert_eq!(p.init_producer_id(None).await.unwrap(), (2, 0));
@@ -256,8 +260,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let b = broker(dir.path());
-            let old = ["0:0", "1:0", "0:1", "2:0", "0:2"]
-                .map(|v| test_support::raw("producer", Some(v)));
+            let old =
+                ["0:0", "1:0", "0:1", "2:0", "0:2"].map(|v| test_support::raw("producer", Some(v)));
             test_support::append_raw(&b, PRODUCERS_LOG, old.to_vec());
         }
         with_producers(dir.path(), |p| async move {

@@ -994,11 +994,16 @@ async fn a_deleted_group_is_gone_after_a_clean_and_a_restart() {
         let broker = crate::Broker::open(config.clone()).unwrap();
         test_support::clean_now(&broker, super::coordinator::OFFSETS_LOG);
         let c = open_coordinator(&broker, GroupConfig::default());
-        assert!(c.fetch_offsets("gone", None).iter().all(|(_, o)| o.is_none()));
+        assert!(c
+            .fetch_offsets("gone", None)
+            .iter()
+            .all(|(_, o)| o.is_none()));
         assert!(c.list_groups().iter().all(|g| g.group_id != "gone"));
         let got = c.fetch_offsets(G, None);
         assert_eq!(got.len(), 3);
-        assert!(got.iter().all(|(_, o)| o.as_ref().unwrap().offset == 7 + round));
+        assert!(got
+            .iter()
+            .all(|(_, o)| o.as_ref().unwrap().offset == 7 + round));
         if round == 1 {
             // The clean after the one that reached the tombstones dropped them.
             let left = test_support::records(&broker, super::coordinator::OFFSETS_LOG);
@@ -1070,6 +1075,9 @@ async fn a_group_tombstone_that_dropped_offsets_is_migrated() {
     }
     let broker = crate::Broker::open(config).unwrap();
     let c = open_coordinator(&broker, GroupConfig::default());
-    assert!(c.fetch_offsets("gone", None).iter().all(|(_, o)| o.is_none()));
+    assert!(c
+        .fetch_offsets("gone", None)
+        .iter()
+        .all(|(_, o)| o.is_none()));
     assert_eq!(c.fetch_offsets(G, None)[0].1.as_ref().unwrap().offset, 4);
 }

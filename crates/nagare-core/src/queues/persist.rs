@@ -48,11 +48,14 @@ impl InternalOp for QueueOp {
 
     fn decode(record: &Record) -> Option<Self> {
         match read(record)? {
-            (queue, Stored::Snapshot {
-                floor,
-                above,
-                delivered,
-            }) => Some(QueueOp {
+            (
+                queue,
+                Stored::Snapshot {
+                    floor,
+                    above,
+                    delivered,
+                },
+            ) => Some(QueueOp {
                 queue,
                 state: AckState {
                     floor,
@@ -176,7 +179,10 @@ mod tests {
     #[test]
     fn deltas_of_earlier_versions_replay_as_legacy() {
         let mut state = HashMap::new();
-        let current = record(b"q", br#"{"snapshot":{"floor":2,"above":[],"delivered":4}}"#);
+        let current = record(
+            b"q",
+            br#"{"snapshot":{"floor":2,"above":[],"delivered":4}}"#,
+        );
         assert_eq!(QueueOp::replay(&current, &mut state), Replayed::Current);
         let acked = record(b"q", br#"{"acked":[[2,3],[6,6]]}"#);
         assert_eq!(QueueOp::replay(&acked, &mut state), Replayed::Legacy);

@@ -367,9 +367,7 @@ impl InternalOp for AclOp {
     fn key(&self) -> Bytes {
         let (AclOp::Add(acl) | AclOp::Remove(acl)) = self;
         // Plain structs of strings and enums always serialize.
-        serde_json::to_vec(acl)
-            .map(Bytes::from)
-            .unwrap_or_default()
+        serde_json::to_vec(acl).map(Bytes::from).unwrap_or_default()
     }
 
     fn encode(&self, timestamp: i64) -> NewRecord {

@@ -334,11 +334,7 @@ impl UserStore {
             if !users.contains_key(name) {
                 return Ok(false);
             }
-            push(
-                &self.users_log,
-                &mut users,
-                UserOp::delete_all(name),
-            )
+            push(&self.users_log, &mut users, UserOp::delete_all(name))
         };
         stored.stored().await?;
         self.forget_forward_secret(name).await?;

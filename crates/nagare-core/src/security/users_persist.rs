@@ -136,9 +136,7 @@ impl InternalOp for UserOp {
             .as_deref()
             .and_then(|v| serde_json::from_slice::<LegacyUserOp>(v).ok());
         if let Some(op) = legacy {
-            op.into_ops()
-                .into_iter()
-                .for_each(|op| op.apply(users));
+            op.into_ops().into_iter().for_each(|op| op.apply(users));
             return Replayed::Legacy;
         }
         match Self::decode(record) {

@@ -208,7 +208,10 @@ async fn credentials_survive_a_clean_and_a_restart() {
     with_store(dir.path(), |s| async move {
         s.add("alice", "alice-pw", false).await.expect("add");
         s.add("bob", "bob-pw", true).await.expect("add");
-        assert!(s.delete_scram("bob", ScramMechanism::Sha256).await.expect("del"));
+        assert!(s
+            .delete_scram("bob", ScramMechanism::Sha256)
+            .await
+            .expect("del"));
         s.add("carol", "carol-pw", true).await.expect("add");
         assert!(s.delete("carol").await.expect("delete"));
         s.add("alice", "alice-pw2", false).await.expect("re-add");
@@ -273,9 +276,11 @@ async fn a_log_of_user_operations_is_rewritten_by_credential() {
     let records = test_support::records(&broker, USERS_LOG);
     // alice plain + 512, bob 512, dave 3.
     assert_eq!(records.len(), 6);
-    assert!(records
-        .iter()
-        .all(|r| !r.value.as_deref().unwrap_or_default().starts_with(b"{\"op\"")));
+    assert!(records.iter().all(|r| !r
+        .value
+        .as_deref()
+        .unwrap_or_default()
+        .starts_with(b"{\"op\"")));
     test_support::clean_now(&broker, USERS_LOG);
     drop((p, broker));
     with_store(dir.path(), |s| async move {
