@@ -48,7 +48,7 @@
 //!
 //! An operation type says how it is stored and what it does: [`InternalOp`].
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -190,8 +190,8 @@ pub struct InternalLogWriter<O: InternalOp> {
 
 impl<O: InternalOp> InternalLog<O> {
     /// Opens the internal log `name` and replays it (its writer migrates a log written in
-    /// an earlier format, and cleans one that is mostly superseded). Blocking. Returns the handle, the replayed state and the writer task
-    /// for the caller to run.
+    /// an earlier format, and cleans one that is mostly superseded). Blocking. Returns
+    /// the handle, the replayed state and the writer task for the caller to run.
     pub fn open(broker: &Broker, name: &str) -> Result<Opened<O>, CoreError> {
         let partition = broker.internal_log(name)?;
         off_runtime(|| {
@@ -462,10 +462,10 @@ impl<O: InternalOp> InternalLogWriter<O> {
 
 /// For each of `ops`, whether no later one has its key.
 fn last_of_each_key<O: InternalOp>(ops: &[O]) -> Vec<bool> {
-    let mut seen: HashMap<Bytes, ()> = HashMap::with_capacity(ops.len());
+    let mut seen: HashSet<Bytes> = HashSet::with_capacity(ops.len());
     let mut last = vec![false; ops.len()];
     for (i, op) in ops.iter().enumerate().rev() {
-        last[i] = seen.insert(op.key(), ()).is_none();
+        last[i] = seen.insert(op.key());
     }
     last
 }
@@ -554,7 +554,11 @@ pub(crate) mod test_support {
 
     /// Every record of the internal log `name`.
     pub(crate) fn records(broker: &Broker, name: &str) -> Vec<Record> {
-        let p = broker.internal_log(name).expect("internal log");
+        partition_records(&broker.internal_log(name).expect("internal log"))
+    }
+
+    /// Every record of an internal log's partition.
+    pub(crate) fn partition_records(p: &Partition) -> Vec<Record> {
         let mut out = Vec::new();
         let mut offset = p.log_start_offset();
         while offset < p.log_end_offset() {

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
+use super::test_support::partition_records;
 use super::*;
 use crate::BrokerConfig;
 
@@ -86,18 +87,6 @@ fn broker(dir: &std::path::Path) -> Arc<Broker> {
     .unwrap()
 }
 
-/// Every record left in the log.
-fn records(p: &Partition) -> Vec<Record> {
-    let mut out = Vec::new();
-    let mut offset = p.log_start_offset();
-    while offset < p.log_end_offset() {
-        let r = p.records_from(offset, 1 << 20).unwrap();
-        out.extend(r.records);
-        offset = r.next_offset;
-    }
-    out
-}
-
 #[tokio::test]
 async fn operations_come_back_in_order_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
@@ -137,7 +126,7 @@ async fn one_append_writes_only_the_last_op_of_each_key() {
         }
         let p = log.partition().clone();
         assert_eq!(p.log_end_offset(), 3, "one record per key");
-        let kept: Vec<_> = records(&p)
+        let kept: Vec<_> = partition_records(&p)
             .iter()
             .map(|r| Set::decode(r).unwrap())
             .collect();
@@ -204,7 +193,7 @@ async fn the_log_is_compacted_by_the_log_cleaner() {
             .unwrap();
         let p = log.partition().clone();
         // History is gone from the cleaned segments, with no snapshot written.
-        let live = records(&p).len();
+        let live = partition_records(&p).len();
         // (At most one round of appends waits in the active segment.)
         assert!(
             live <= Set::COMPACT_MIN_RECORDS as usize + 100,
@@ -272,7 +261,7 @@ async fn a_log_of_an_earlier_format_is_rewritten_once_then_cleaned_safely() {
             .unwrap();
         let p = log.partition().clone();
         assert_eq!(p.log_start_offset(), 5, "every old record dropped");
-        let kept = records(&p);
+        let kept = partition_records(&p);
         assert!(kept.iter().all(|r| r.key.as_deref() != Some(LEGACY_KEY)));
         assert_eq!(kept.len(), 3, "the snapshot (a, c) and the new change");
         // The cleaner now sees only keyed records: a full clean keeps the state.
@@ -310,7 +299,7 @@ async fn an_interrupted_migration_replays_the_same_state_and_migrates_again() {
     log.flush().await.unwrap();
     let p = log.partition().clone();
     assert_eq!(p.log_start_offset(), 4);
-    assert_eq!(records(&p).len(), 1);
+    assert_eq!(partition_records(&p).len(), 1);
     drop(log);
     task.await.unwrap();
 }
