@@ -57,11 +57,7 @@ impl InternalOp for QueueOp {
                 },
             ) => Some(QueueOp {
                 queue,
-                state: AckState {
-                    floor,
-                    above: expand(&above)?.into_iter().collect(),
-                    delivered,
-                },
+                state: whole(floor, &above, delivered)?,
             }),
             _ => None,
         }
@@ -71,27 +67,31 @@ impl InternalOp for QueueOp {
         let Some((queue, stored)) = read(record) else {
             return Replayed::Unreadable;
         };
-        let applied = match stored {
-            Stored::Snapshot { .. } => match Self::decode(record) {
-                Some(op) => {
-                    op.apply(state);
-                    return Replayed::Current;
+        match stored {
+            Stored::Snapshot {
+                floor,
+                above,
+                delivered,
+            } => match whole(floor, &above, delivered) {
+                Some(s) => {
+                    state.insert(queue, s);
+                    Replayed::Current
                 }
-                None => None,
+                None => Replayed::Unreadable,
             },
-            Stored::Acked(rs) => expand(&rs).map(|offsets| {
-                let s = state.entry(queue).or_default();
-                offsets.into_iter().for_each(|o| s.ack(o));
-            }),
+            Stored::Acked(rs) => match expand(&rs) {
+                Some(offsets) => {
+                    let s = state.entry(queue).or_default();
+                    offsets.into_iter().for_each(|o| s.ack(o));
+                    Replayed::Legacy
+                }
+                None => Replayed::Unreadable,
+            },
             Stored::Delivered(mark) => {
                 let s = state.entry(queue).or_default();
                 s.delivered = s.delivered.max(mark);
-                Some(())
+                Replayed::Legacy
             }
-        };
-        match applied {
-            Some(()) => Replayed::Legacy,
-            None => Replayed::Unreadable,
         }
     }
 
@@ -129,6 +129,15 @@ fn read(r: &Record) -> Option<(String, Stored)> {
     let queue = String::from_utf8(r.key.as_deref()?.to_vec()).ok()?;
     let stored: Stored = serde_json::from_slice(r.value.as_deref()?).ok()?;
     Some((queue, stored))
+}
+
+/// A queue's state from a stored one; `None` for a corrupt one.
+fn whole(floor: i64, above: &[(i64, i64)], delivered: i64) -> Option<AckState> {
+    Some(AckState {
+        floor,
+        above: expand(above)?.into_iter().collect(),
+        delivered,
+    })
 }
 
 /// Sorted offsets to inclusive ranges.
