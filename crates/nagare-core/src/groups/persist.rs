@@ -141,8 +141,8 @@ impl PersistOp {
 }
 
 /// What the group log holds once superseded records are dropped: the last value per
-/// key. The internal-log engine keeps it to write snapshots; the coordinator builds its
-/// [`Groups`] from it on open.
+/// key. The internal-log engine keeps it (to count live keys, and to migrate an old
+/// log); the coordinator builds its [`Groups`] from it on open.
 #[derive(Debug, Clone, Default)]
 pub struct StoredGroups {
     groups: BTreeMap<String, GroupValue>,
@@ -255,28 +255,6 @@ impl InternalOp for PersistOp {
 }
 
 impl Groups {
-    /// Every live key as one change each: what a compacted log would hold.
-    pub fn snapshot(&self) -> Vec<PersistOp> {
-        let mut ops = Vec::new();
-        for g in self.groups.values() {
-            ops.push(PersistOp::Group {
-                group: g.id.clone(),
-                generation: g.generation,
-                protocol_type: g.protocol_type.clone(),
-                protocol_name: g.protocol_name.clone(),
-            });
-            for ((topic, partition), value) in &g.offsets {
-                ops.push(PersistOp::Offset {
-                    group: g.id.clone(),
-                    topic: topic.clone(),
-                    partition: *partition,
-                    value: Some(value.clone()),
-                });
-            }
-        }
-        ops
-    }
-
     /// Replays one stored change. Groups come back Empty: members re-join after a
     /// restart, but generations keep counting up so stale members stay fenced.
     pub fn apply(&mut self, op: PersistOp) {
