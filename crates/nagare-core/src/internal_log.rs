@@ -35,7 +35,9 @@
 //! - **Coalesced appends.** Of the operations one append takes from the queue, only the
 //!   last of each key is written (the others are applied to the state all the same):
 //!   it supersedes them, so a fast writer of one key (a queue's acknowledgements) costs
-//!   one record per append, not one per change.
+//!   one record per append, not one per change. The writer encodes it against its copy
+//!   of the state ([`InternalOp::encode_in`]), so an operation may be a small change
+//!   (some acknowledged offsets) and its record still the key's whole state.
 //! - **Migration of earlier formats.** Earlier versions wrote records that are not the
 //!   latest state of their key (queue acknowledgement deltas, one key for every producer
 //!   id, one ACL binding added or removed per resource name...). An op type reads them in
@@ -85,6 +87,14 @@ pub trait InternalOp: Sized + Send + 'static {
     fn key(&self) -> Bytes;
     /// The record storing this operation.
     fn encode(&self, timestamp: i64) -> NewRecord;
+    /// The record storing this operation, given the state it is applied to: what the
+    /// writer calls. The default is [`encode`](Self::encode); an op type whose
+    /// operations are changes to their key's state rather than that whole state (a
+    /// queue's acknowledgements) overrides it to write the key's state after the change.
+    fn encode_in(&self, state: &Self::State, timestamp: i64) -> NewRecord {
+        let _ = state;
+        self.encode(timestamp)
+    }
     /// The operation a stored record holds; `None` for one this version cannot read.
     fn decode(record: &Record) -> Option<Self>;
     /// Applies the operation to `state`. It may only change the state of its key.
@@ -335,7 +345,7 @@ impl<O: InternalOp> InternalLogWriter<O> {
         let mut end = -1;
         for (i, op) in ops.into_iter().enumerate() {
             if last[i] {
-                records.push(op.encode(now));
+                records.push(op.encode_in(&self.state, now));
             }
             // Applied even if the append fails, as the caller's own state is.
             op.apply(&mut self.state);
@@ -401,7 +411,7 @@ impl<O: InternalOp> InternalLogWriter<O> {
         let now = now_ms();
         let records: Vec<NewRecord> = O::snapshot(&self.state)
             .iter()
-            .map(|op| op.encode(now))
+            .map(|op| op.encode_in(&self.state, now))
             .collect();
         for chunk in records.chunks(MAX_RECORDS_PER_APPEND) {
             self.partition

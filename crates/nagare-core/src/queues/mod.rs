@@ -26,7 +26,7 @@ pub use queue::{ConsumerId, Delivery, Queue, QueueSink, QueueStats};
 
 use crate::internal_log::{InternalLog, InternalLogWriter, Ticket};
 use crate::{Broker, CoreError};
-use persist::QueueOp;
+use persist::{Change, QueueOp};
 
 /// The internal log holding acknowledgement state (`DATA/__nagare_queues-0`).
 pub const STATE_LOG: &str = "queues";
@@ -144,18 +144,39 @@ impl Queues {
         self.state_log.flush().await
     }
 
-    /// Stores `queue`'s whole state after a change: fire and forget after
-    /// acknowledgements (a lost one means a redelivery, never a loss) and dispatch
-    /// rounds (the delivered mark lets a restart flag in-flight messages as
-    /// redelivered); durable after a purge, the ticket resolving once it is fsynced.
-    /// Cheap enough for every change: the log's writer stores only the last state of
-    /// each queue per append, to the page cache unless asked.
-    pub(crate) fn record_state(&self, queue: &Arc<str>, state: &AckState, durable: bool) -> Ticket {
+    /// Stores newly acknowledged offsets of `queue` (fire and forget: a lost
+    /// acknowledgement means a redelivery, never a loss). Cheap: the log's writer turns
+    /// the changes of one append into one record of the queue's whole state.
+    pub(crate) fn record_acks(&self, queue: &Arc<str>, offsets: &[i64]) {
+        if offsets.is_empty() {
+            return;
+        }
         let op = QueueOp {
             queue: queue.to_string(),
-            state: state.clone(),
+            change: Change::Acked(offsets.to_vec()),
         };
-        self.state_log.push([op], durable)
+        drop(self.state_log.push([op], false));
+    }
+
+    /// Notes that `queue` has delivered everything below `mark` at least once: cheap
+    /// enough for every dispatch round (written with the acknowledgements, to the page
+    /// cache), and what lets a restart flag in-flight messages as redelivered.
+    pub(crate) fn record_delivered(&self, queue: &Arc<str>, mark: i64) {
+        let op = QueueOp {
+            queue: queue.to_string(),
+            change: Change::Delivered(mark),
+        };
+        drop(self.state_log.push([op], false));
+    }
+
+    /// Writes a queue's whole state (after a purge), durably: the returned ticket
+    /// resolves once it is fsynced.
+    pub(crate) fn record_snapshot(&self, queue: &Arc<str>, state: &AckState) -> Ticket {
+        let op = QueueOp {
+            queue: queue.to_string(),
+            change: Change::Whole(state.clone()),
+        };
+        self.state_log.push([op], true)
     }
 
     fn open_queues(&self) -> Vec<Arc<Queue>> {

@@ -1,8 +1,11 @@
 //! Records of the queue state log: key = queue name, value = JSON of the queue's whole
 //! acknowledgement state (floor, acknowledged offsets above it as inclusive ranges,
 //! delivered mark), so the latest record of a queue is its state and the log cleaner
-//! compacts the log. A busy queue writes one record per append of the log's writer, not
-//! one per acknowledgement (the writer keeps the last op of each key).
+//! compacts the log. The operations queues push are the small changes (offsets
+//! acknowledged, a new delivered mark); the log's writer applies them to its copy of the
+//! state and writes, per append, one record of each changed queue's whole state
+//! ([`InternalOp::encode_in`]): a busy queue costs one record per append, not one per
+//! acknowledgement, and nothing is copied per acknowledgement.
 //!
 //! Earlier versions also wrote deltas (a batch of newly acknowledged offsets, a new
 //! delivered mark) beside such states: they are still read, and a log holding them is
@@ -18,11 +21,30 @@ use serde::{Deserialize, Serialize};
 use super::AckState;
 use crate::internal_log::{InternalOp, Replayed};
 
-/// The whole state of one queue: the operation the internal-log engine stores.
+/// One change of one queue's state: the operation the internal-log engine stores.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct QueueOp {
     pub queue: String,
-    pub state: AckState,
+    pub change: Change,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Change {
+    Acked(Vec<i64>),
+    /// Everything below this offset has been delivered at least once.
+    Delivered(i64),
+    /// The whole state (after a purge, and what records hold).
+    Whole(AckState),
+}
+
+impl Change {
+    fn apply(self, state: &mut AckState) {
+        match self {
+            Change::Acked(offsets) => offsets.into_iter().for_each(|o| state.ack(o)),
+            Change::Delivered(mark) => state.delivered = state.delivered.max(mark),
+            Change::Whole(s) => *state = s,
+        }
+    }
 }
 
 impl InternalOp for QueueOp {
@@ -32,11 +54,26 @@ impl InternalOp for QueueOp {
         Bytes::copy_from_slice(self.queue.as_bytes())
     }
 
+    /// Without the state it changes, a change is written as applied to a queue with
+    /// nothing acknowledged; the writer always calls [`encode_in`](Self::encode_in).
     fn encode(&self, timestamp: i64) -> NewRecord {
+        self.encode_in(&Self::State::default(), timestamp)
+    }
+
+    /// The queue's whole state once this change is applied to `state`.
+    fn encode_in(&self, state: &Self::State, timestamp: i64) -> NewRecord {
+        let whole = match &self.change {
+            Change::Whole(s) => s.clone(),
+            change => {
+                let mut s = state.get(&self.queue).cloned().unwrap_or_default();
+                change.clone().apply(&mut s);
+                s
+            }
+        };
         let stored = Stored::Snapshot {
-            floor: self.state.floor,
-            above: ranges(self.state.above.iter().copied()),
-            delivered: self.state.delivered,
+            floor: whole.floor,
+            above: ranges(whole.above.iter().copied()),
+            delivered: whole.delivered,
         };
         NewRecord {
             key: Some(self.key()),
@@ -57,7 +94,7 @@ impl InternalOp for QueueOp {
                 },
             ) => Some(QueueOp {
                 queue,
-                state: whole(floor, &above, delivered)?,
+                change: Change::Whole(whole(floor, &above, delivered)?),
             }),
             _ => None,
         }
@@ -96,7 +133,7 @@ impl InternalOp for QueueOp {
     }
 
     fn apply(self, state: &mut Self::State) {
-        state.insert(self.queue, self.state);
+        self.change.apply(state.entry(self.queue).or_default());
     }
 
     fn snapshot(state: &Self::State) -> Vec<Self> {
@@ -104,7 +141,7 @@ impl InternalOp for QueueOp {
             .iter()
             .map(|(queue, s)| QueueOp {
                 queue: queue.clone(),
-                state: s.clone(),
+                change: Change::Whole(s.clone()),
             })
             .collect()
     }
@@ -178,7 +215,11 @@ mod tests {
     #[test]
     fn states_without_a_delivered_mark_still_read() {
         let r = record(b"q", br#"{"snapshot":{"floor":3,"above":[[5,6]]}}"#);
-        let Some(QueueOp { queue, state }) = QueueOp::decode(&r) else {
+        let Some(QueueOp {
+            queue,
+            change: Change::Whole(state),
+        }) = QueueOp::decode(&r)
+        else {
             panic!("unreadable");
         };
         assert_eq!(queue, "q");
@@ -204,25 +245,52 @@ mod tests {
         assert_eq!(QueueOp::replay(&junk, &mut state), Replayed::Unreadable);
     }
 
-    #[test]
-    fn a_state_round_trips() {
-        let op = QueueOp {
-            queue: "q".into(),
-            state: AckState {
-                floor: 5,
-                above: [7, 8, 10].into_iter().collect(),
-                delivered: 11,
-            },
-        };
-        let r = op.encode(0);
-        let back = QueueOp::decode(&Record {
+    fn decoded(r: NewRecord) -> Option<QueueOp> {
+        QueueOp::decode(&Record {
             offset: 0,
             timestamp: 0,
             key: r.key,
             value: r.value,
             headers: Vec::new(),
-        });
-        assert_eq!(back, Some(op));
+        })
+    }
+
+    #[test]
+    fn a_state_round_trips() {
+        let op = QueueOp {
+            queue: "q".into(),
+            change: Change::Whole(AckState {
+                floor: 5,
+                above: [7, 8, 10].into_iter().collect(),
+                delivered: 11,
+            }),
+        };
+        assert_eq!(decoded(op.encode(0)), Some(op));
+    }
+
+    /// A change is written as the queue's whole state once it is applied.
+    #[test]
+    fn a_change_is_written_as_the_whole_state() {
+        let before = AckState {
+            floor: 2,
+            above: [4].into_iter().collect(),
+            delivered: 5,
+        };
+        let state = HashMap::from([("q".to_string(), before)]);
+        let acked = QueueOp {
+            queue: "q".into(),
+            change: Change::Acked(vec![3, 2, 6]),
+        };
+        let Some(QueueOp {
+            change: Change::Whole(after),
+            ..
+        }) = decoded(acked.encode_in(&state, 0))
+        else {
+            panic!("unreadable");
+        };
+        assert_eq!((after.floor, after.delivered), (5, 5));
+        assert_eq!(after.above.into_iter().collect::<Vec<_>>(), vec![6]);
+        assert_eq!(state["q"].floor, 2, "the state itself is left alone");
     }
 
     #[test]

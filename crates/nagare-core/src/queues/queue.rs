@@ -292,7 +292,7 @@ impl Queue {
         st.in_flight.retain(|&o, _| o >= end);
         st.next_read = st.next_read.max(end);
         let ticket = match self.queues.upgrade() {
-            Some(q) => q.record_state(&self.name, &st.acks, true),
+            Some(q) => q.record_snapshot(&self.name, &st.acks),
             None => crate::internal_log::Ticket::ready(),
         };
         (purged, ticket)
@@ -325,7 +325,7 @@ impl Queue {
             st.acks.ack(o);
         }
         if let Some(q) = self.queues.upgrade() {
-            drop(q.record_state(&self.name, &st.acks, false));
+            q.record_acks(&self.name, offsets);
         }
     }
 
@@ -383,7 +383,7 @@ impl Queue {
         if mark > st.acks.delivered {
             st.acks.delivered = mark;
             if let Some(q) = self.queues.upgrade() {
-                drop(q.record_state(&self.name, &st.acks, false));
+                q.record_delivered(&self.name, mark);
             }
         }
         let mut settled = Vec::new();
