@@ -1,5 +1,5 @@
 //! The one engine behind the core's internal logs (producer ids, queue state, group
-//! offsets; transactions and share groups next): a single-partition log
+//! offsets, transactions, ACLs, users): a single-partition log
 //! `DATA/__nagare_<name>-0` holding a stream of operations on some state.
 //!
 //! - **Replay on open.** [`InternalLog::open`] reads the whole log through
@@ -14,41 +14,48 @@
 //!   covers every durable waiter with one fsync (group commit). Callers that may wait
 //!   call [`InternalLog::reserve`] first, which waits while more than
 //!   `MAX_QUEUED_OPS` operations are queued.
-//! - **Snapshots.** The writer keeps its own copy of the state. When the log holds more
-//!   than the op type's `COMPACT_MIN_RECORDS` (20,000 unless it says otherwise) and more
-//!   than twice as many records as a snapshot of the state, it appends the snapshot,
-//!   fsyncs it, and only then drops every record before it; a crash in between replays
-//!   old records and then the snapshot, which gives the same state. The writer checks
-//!   once when it starts, so a log that is mostly history is compacted right after open.
-//!
-//! - **Or the log cleaner.** An op type whose records are keyed by the entity they
-//!   describe, so that the latest record of every key (a null value deleting the key) is
-//!   the state, says so with [`InternalOp::KEYED`]; its log is then compacted by the
-//!   topics' log cleaner (`nagare_log::cleaner`) instead: the writer rolls the active
-//!   segment and runs cleaner passes (a small offset map, several passes if needed) once
-//!   `COMPACT_MIN_RECORDS` and more than twice the live keys were appended since the
-//!   last one. No snapshot is written, and a crash mid-clean is recovered by the log
-//!   itself. Which op types are keyed, and why the others are not:
-//!   - producer ids (`producers.rs`): every record has the one key `producer`; keyed by
-//!     producer id they could move (latest epoch per id, next id = largest + 1), but a
-//!     log written by an earlier version would then lose all but its last allocation
-//!     (and reuse ids), so they stay on snapshots until a migration rewrites old logs;
-//!   - group metadata and committed offsets (`groups/persist.rs`): already keyed like
-//!     Kafka's `__consumer_offsets`, but a deleted group's offsets are dropped by the
-//!     `GroupDeleted` op without a tombstone per offset, so they stay on snapshots
-//!     until that op writes tombstones;
-//!   - queue state (`queues/persist.rs`): acks are increments to a per-queue set, not
-//!     the state of a key: snapshots;
-//!   - ACLs (`security/acl.rs`): keyed by resource name, but each record adds or removes
-//!     one binding of that resource: snapshots;
-//!   - users (`security/users.rs`): snapshots until their ops are audited the same way.
+//! - **Keyed, compacted by the log cleaner.** Every record is keyed by the entity it
+//!   describes and holds its whole state, a null value deleting it, so the latest record
+//!   of every key is the state: the log is compacted by the topics' log cleaner
+//!   (`nagare_log::cleaner`). The writer rolls the active segment and runs cleaner
+//!   passes (a small offset map, several passes if needed) once `COMPACT_MIN_RECORDS`
+//!   (20,000 unless the op type says otherwise) and more than twice the live keys were
+//!   appended since the last one; a crash mid-clean is recovered by the log itself.
+//!   Every op type is keyed so:
+//!   - producer ids (`producers.rs`): by producer id, the value its current epoch (the
+//!     next id is the largest + 1);
+//!   - group metadata and committed offsets (`groups/persist.rs`): by group, and by
+//!     group and partition, like Kafka's `__consumer_offsets`; deleting a group writes a
+//!     tombstone per committed offset and one for the group;
+//!   - queue state (`queues/persist.rs`): by queue, the value its whole acknowledgement
+//!     state (floor, acknowledged ranges above it, delivered mark);
+//!   - transactions (`transactions/persist.rs`): by transactional id;
+//!   - ACLs (`security/acl.rs`): by the whole binding, present = exists;
+//!   - users (`security/users.rs`): by user and mechanism; forward secrets by user.
+//! - **Coalesced appends.** Of the operations one append takes from the queue, only the
+//!   last of each key is written (the others are applied to the state all the same):
+//!   it supersedes them, so a fast writer of one key (a queue's acknowledgements) costs
+//!   one record per append, not one per change. The writer encodes it against its copy
+//!   of the state ([`InternalOp::encode_in`]), so an operation may be a small change
+//!   (some acknowledged offsets) and its record still the key's whole state.
+//! - **Migration of earlier formats.** Earlier versions wrote records that are not the
+//!   latest state of their key (queue acknowledgement deltas, one key for every producer
+//!   id, one ACL binding added or removed per resource name...). An op type reads them in
+//!   [`InternalOp::replay`] and says [`Replayed::Legacy`]; the writer then first appends
+//!   a full keyed snapshot of the replayed state, fsyncs it, and only then drops every
+//!   record before it, so the cleaner never meets an old-format record (which it could
+//!   otherwise resurrect, or keep in place of the state). A crash in between replays the
+//!   old records and then the snapshot, which gives the same state, and migrates again.
+//!   No cleaning happens before the migration succeeded.
 //!
 //! An operation type says how it is stored and what it does: [`InternalOp`].
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use bytes::Bytes;
 use nagare_log::batch::{NewRecord, Record};
 use parking_lot::Mutex;
 use tokio::sync::{oneshot, Notify};
@@ -56,34 +63,69 @@ use tokio::sync::{oneshot, Notify};
 use crate::blocking::off_runtime;
 use crate::{AckLevel, Broker, CoreError, Partition};
 
-/// Records per append at most (and per snapshot batch).
+/// Records per append at most (and per migration snapshot batch).
 const MAX_RECORDS_PER_APPEND: usize = 4096;
 /// Operations queued beyond which [`InternalLog::reserve`] waits.
 const MAX_QUEUED_OPS: usize = 65_536;
-/// Compaction needs the log to hold more than this many times the snapshot's records
-/// (and more than the op type's `COMPACT_MIN_RECORDS`).
+/// Cleaning needs more than this many times the live keys appended since the last
+/// clean (and more than the op type's `COMPACT_MIN_RECORDS`).
 const COMPACT_RATIO: i64 = 2;
 /// How often an idle writer looks whether its log was dropped.
 const IDLE_CHECK: Duration = Duration::from_secs(1);
 
-/// One kind of change of an internal log's state.
+/// One kind of change of an internal log's state. Its records are keyed by the entity
+/// they describe and hold that entity's whole state (a null value deleting it): the
+/// latest record of every key is the state, which is what the log cleaner keeps.
 pub trait InternalOp: Sized + Send + 'static {
-    /// What the operations build: replayed on open, snapshotted on compaction.
+    /// What the operations build: replayed on open, snapshotted on migration.
     type State: Default + Clone + Send + 'static;
-    /// No compaction while the log holds fewer records than this (optional).
+    /// No cleaning until this many records were appended since the last (optional).
     const COMPACT_MIN_RECORDS: i64 = 20_000;
-    /// Records are keyed by the entity they describe and the latest record per key is
-    /// the state (a null value deletes): compacted by the log cleaner, not snapshots.
-    const KEYED: bool = false;
 
+    /// The key of the record storing this operation (what [`encode`](Self::encode)
+    /// would put there; asked first so superseded operations are never encoded).
+    fn key(&self) -> Bytes;
     /// The record storing this operation.
     fn encode(&self, timestamp: i64) -> NewRecord;
+    /// The record storing this operation, given the state it is applied to: what the
+    /// writer calls. The default is [`encode`](Self::encode); an op type whose
+    /// operations are changes to their key's state rather than that whole state (a
+    /// queue's acknowledgements) overrides it to write the key's state after the change.
+    fn encode_in(&self, state: &Self::State, timestamp: i64) -> NewRecord {
+        let _ = state;
+        self.encode(timestamp)
+    }
     /// The operation a stored record holds; `None` for one this version cannot read.
     fn decode(record: &Record) -> Option<Self>;
-    /// Applies the operation to `state`.
+    /// Applies the operation to `state`. It may only change the state of its key.
     fn apply(self, state: &mut Self::State);
-    /// Operations that rebuild `state` from the default one.
+    /// Operations that rebuild `state` from the default one, one per live key.
     fn snapshot(state: &Self::State) -> Vec<Self>;
+
+    /// Applies one stored record on open. Op types whose earlier versions wrote records
+    /// in another format override this to read those too and answer
+    /// [`Replayed::Legacy`] for them (see the module docs).
+    fn replay(record: &Record, state: &mut Self::State) -> Replayed {
+        match Self::decode(record) {
+            Some(op) => {
+                op.apply(state);
+                Replayed::Current
+            }
+            None => Replayed::Unreadable,
+        }
+    }
+}
+
+/// What [`InternalOp::replay`] made of a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replayed {
+    /// Applied; in the current keyed format.
+    Current,
+    /// Applied; written by an earlier version in a format the cleaner must not see:
+    /// the log is rewritten as a snapshot before any cleaning.
+    Legacy,
+    /// Not readable by this version: skipped.
+    Unreadable,
 }
 
 /// What [`InternalLog::open`] returns: the handle, the replayed state and the writer.
@@ -146,30 +188,41 @@ pub struct InternalLogWriter<O: InternalOp> {
     partition: Arc<Partition>,
     name: String,
     state: O::State,
-    /// Records in the log below which a compaction is not worth checking.
+    /// Records appended since the last clean below which cleaning is not worth checking.
     next_check: i64,
-    /// Keyed op types: the log end when the cleaner last ran, and its offset map (kept
-    /// between passes so it is allocated once).
+    /// The log holds records in an earlier format: rewrite it as a snapshot first.
+    migrate: bool,
+    /// The log end when the cleaner last ran, and its offset map (kept between passes so
+    /// it is allocated once).
     cleaned_at: i64,
     cleaner: Option<nagare_log::cleaner::Cleaner>,
 }
 
 impl<O: InternalOp> InternalLog<O> {
-    /// Opens the internal log `name` and replays it (compacting it when most of it is
-    /// superseded). Blocking. Returns the handle, the replayed state and the writer task
-    /// for the caller to run.
+    /// Opens the internal log `name` and replays it (its writer migrates a log written in
+    /// an earlier format, and cleans one that is mostly superseded). Blocking. Returns
+    /// the handle, the replayed state and the writer task for the caller to run.
     pub fn open(broker: &Broker, name: &str) -> Result<Opened<O>, CoreError> {
         let partition = broker.internal_log(name)?;
         off_runtime(|| {
             let mut state = O::State::default();
             let mut skipped = 0usize;
+            let mut legacy = 0usize;
             partition.replay_records(|r| {
-                match O::decode(&r) {
-                    Some(op) => op.apply(&mut state),
-                    None => skipped += 1,
+                match O::replay(&r, &mut state) {
+                    Replayed::Current => {}
+                    Replayed::Legacy => legacy += 1,
+                    Replayed::Unreadable => skipped += 1,
                 }
                 Ok(())
             })?;
+            if legacy > 0 {
+                tracing::info!(
+                    log = name,
+                    legacy,
+                    "internal log holds records of an earlier format; it is rewritten"
+                );
+            }
             if skipped > 0 {
                 tracing::warn!(
                     log = name,
@@ -191,6 +244,7 @@ impl<O: InternalOp> InternalLog<O> {
                 state: state.clone(),
                 // The first round looks at once: the replayed log may be mostly history.
                 next_check: 0,
+                migrate: legacy > 0,
                 cleaned_at: 0,
                 cleaner: None,
             };
@@ -242,9 +296,7 @@ impl<O: InternalOp> InternalLogWriter<O> {
     /// Appends queued operations in order until the log handle is dropped; then writes
     /// what is left.
     pub async fn run(mut self) {
-        if let Err(e) = self.compact_if_worth_it().await {
-            tracing::warn!(log = %self.name, error = %e, "internal log compaction failed; the log stays as it was");
-        }
+        self.maintain().await;
         loop {
             let Some(log) = self.log.upgrade() else {
                 return;
@@ -278,22 +330,24 @@ impl<O: InternalOp> InternalLogWriter<O> {
             if let Err(e) = result {
                 tracing::error!(log = %self.name, error = %e, "could not write internal log");
             }
-            if let Err(e) = self.compact_if_worth_it().await {
-                tracing::warn!(log = %self.name, error = %e, "internal log compaction failed; the log stays as it was");
-            }
+            self.maintain().await;
         }
     }
 
-    /// Appends `ops` (a few batches when there are many) and applies them to the copy of
-    /// the state, then fsyncs once if asked.
+    /// Appends `ops` (a few batches when there are many), only the last one of each key
+    /// (it supersedes the others), and applies them all to the copy of the state, then
+    /// fsyncs once if asked.
     async fn write(&mut self, ops: Vec<O>, durable: bool) -> Result<(), CoreError> {
         let now = now_ms();
-        let mut records = Vec::with_capacity(ops.len().min(MAX_RECORDS_PER_APPEND));
+        let last = last_of_each_key(&ops);
+        let mut records = Vec::with_capacity(last.len().min(MAX_RECORDS_PER_APPEND));
         let mut result = Ok(());
         let mut end = -1;
-        for op in ops {
-            records.push(op.encode(now));
-            // Applied even if the append fails: the next snapshot stores it again.
+        for (i, op) in ops.into_iter().enumerate() {
+            if last[i] {
+                records.push(op.encode_in(&self.state, now));
+            }
+            // Applied even if the append fails, as the caller's own state is.
             op.apply(&mut self.state);
             if records.len() == MAX_RECORDS_PER_APPEND {
                 self.append(&mut records, &mut end, &mut result).await;
@@ -335,27 +389,30 @@ impl<O: InternalOp> InternalLogWriter<O> {
         records.clear();
     }
 
-    /// Compacts when the log holds more than `COMPACT_MIN_RECORDS` records and more
-    /// than `COMPACT_RATIO` times the snapshot's: appends the snapshot, fsyncs it, and
+    /// Migrates a log of an earlier format, or cleans it when worth it; failures are
+    /// logged and retried on the next round (a log still to migrate is never cleaned).
+    async fn maintain(&mut self) {
+        let result = if self.migrate {
+            self.migrate().await
+        } else {
+            self.clean_if_worth_it().await
+        };
+        if let Err(e) = result {
+            tracing::warn!(log = %self.name, error = %e, "internal log compaction failed; the log stays as it was");
+        }
+    }
+
+    /// Rewrites the log as one keyed snapshot of the state: appends it, fsyncs it, and
     /// only then drops every record before it. Only this task appends to the log, so
     /// nothing lands between the state snapshotted and its records.
-    async fn compact_if_worth_it(&mut self) -> Result<(), CoreError> {
-        if O::KEYED {
-            return self.clean_if_worth_it().await;
-        }
-        if self.records_in_log() < self.next_check {
-            return Ok(());
-        }
-        let snapshot = O::snapshot(&self.state);
-        let live = snapshot.len() as i64;
-        self.next_check = O::COMPACT_MIN_RECORDS.max(COMPACT_RATIO * live);
-        if self.records_in_log() <= COMPACT_RATIO * live {
-            return Ok(());
-        }
+    async fn migrate(&mut self) -> Result<(), CoreError> {
         let before = self.partition.log_start_offset();
         let at = self.partition.log_end_offset();
         let now = now_ms();
-        let records: Vec<NewRecord> = snapshot.iter().map(|op| op.encode(now)).collect();
+        let records: Vec<NewRecord> = O::snapshot(&self.state)
+            .iter()
+            .map(|op| op.encode_in(&self.state, now))
+            .collect();
         for chunk in records.chunks(MAX_RECORDS_PER_APPEND) {
             self.partition
                 .append_records(chunk, AckLevel::Leader)
@@ -375,12 +432,14 @@ impl<O: InternalOp> InternalLogWriter<O> {
         })
         .await
         .map_err(|_| CoreError::ShuttingDown)??;
-        tracing::info!(log = %self.name, dropped = at - before, live, "internal log compacted");
+        self.migrate = false;
+        self.cleaned_at = at;
+        tracing::info!(log = %self.name, dropped = at - before, live = records.len(), "internal log rewritten in the keyed format");
         Ok(())
     }
 
-    /// Keyed op types: rolls and cleans the log once enough was appended since the last
-    /// clean (see the module docs).
+    /// Rolls and cleans the log once enough was appended since the last clean (see the
+    /// module docs).
     async fn clean_if_worth_it(&mut self) -> Result<(), CoreError> {
         let end = self.partition.log_end_offset();
         let appended = end - self.cleaned_at;
@@ -409,10 +468,16 @@ impl<O: InternalOp> InternalLogWriter<O> {
         tracing::info!(log = %self.name, removed, live, "internal log cleaned");
         Ok(())
     }
+}
 
-    fn records_in_log(&self) -> i64 {
-        self.partition.log_end_offset() - self.partition.log_start_offset()
+/// For each of `ops`, whether no later one has its key.
+fn last_of_each_key<O: InternalOp>(ops: &[O]) -> Vec<bool> {
+    let mut seen: HashSet<Bytes> = HashSet::with_capacity(ops.len());
+    let mut last = vec![false; ops.len()];
+    for (i, op) in ops.iter().enumerate().rev() {
+        last[i] = seen.insert(op.key());
     }
+    last
 }
 
 impl<O: InternalOp> Drop for InternalLogWriter<O> {
@@ -460,6 +525,70 @@ fn clean_all(
 }
 
 pub(crate) use nagare_log::now_ms;
+
+/// What the op types' tests need to check their records against the cleaner and the
+/// migration: a full clean now, and records of an earlier format written as they were.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+
+    /// Cleans the internal log `name` completely, as its writer does. Tombstones go on
+    /// the first clean with something new to clean after the one that reached them.
+    pub(crate) fn clean_now(broker: &Broker, name: &str) {
+        let partition = broker.internal_log(name).expect("internal log");
+        let mut cleaner = nagare_log::cleaner::Cleaner::new(INTERNAL_DEDUPE_BYTES, None);
+        clean_all(&partition, &mut cleaner).expect("clean");
+    }
+
+    /// Appends `records` to the internal log `name` as they are, fsynced (an earlier
+    /// version's log). Blocking: runs its own small runtime on a plain thread.
+    pub(crate) fn append_raw(broker: &Arc<Broker>, name: &str, records: Vec<NewRecord>) {
+        let broker = broker.clone();
+        let name = name.to_string();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async {
+                let p = broker.internal_log(&name).expect("internal log");
+                p.append_records(&records, AckLevel::Leader)
+                    .await
+                    .expect("append");
+                p.sync_to(p.log_end_offset()).await.expect("sync");
+            });
+        })
+        .join()
+        .expect("append thread");
+    }
+
+    /// Every record of the internal log `name`.
+    pub(crate) fn records(broker: &Broker, name: &str) -> Vec<Record> {
+        partition_records(&broker.internal_log(name).expect("internal log"))
+    }
+
+    /// Every record of an internal log's partition.
+    pub(crate) fn partition_records(p: &Partition) -> Vec<Record> {
+        let mut out = Vec::new();
+        let mut offset = p.log_start_offset();
+        while offset < p.log_end_offset() {
+            let r = p.records_from(offset, 1 << 20).expect("read");
+            out.extend(r.records);
+            offset = r.next_offset;
+        }
+        out
+    }
+
+    /// A keyed record with a JSON or text value (`None`: a tombstone).
+    pub(crate) fn raw(key: &str, value: Option<&str>) -> NewRecord {
+        NewRecord {
+            key: Some(Bytes::copy_from_slice(key.as_bytes())),
+            value: value.map(|v| Bytes::copy_from_slice(v.as_bytes())),
+            headers: Vec::new(),
+            timestamp: 0,
+        }
+    }
+}
 
 #[cfg(test)]
 #[path = "internal_log_tests.rs"]

@@ -1,5 +1,8 @@
 //! Idempotent producer ids: InitProducerId hands out ids and epochs, kept in the internal
-//! log `producers` (one record `id:epoch` per allocation, keyed `producer`). The sequence
+//! log `producers`: one record `id:epoch` per allocation, keyed by the id, so the log
+//! cleaner keeps each id's current epoch, and the next id is the largest kept + 1 (ids
+//! are never deleted). Earlier versions keyed every record `producer`; such a log is
+//! rewritten once on open (see `internal_log.rs`). The sequence
 //! numbers of each producer's batches are checked where batches are appended, by the
 //! partition (see `partition/sequence.rs`).
 
@@ -11,11 +14,13 @@ use nagare_log::batch::{NewRecord, Record};
 use parking_lot::Mutex;
 use thiserror::Error;
 
-use crate::internal_log::{InternalLog, InternalLogWriter, InternalOp};
+use crate::internal_log::{InternalLog, InternalLogWriter, InternalOp, Replayed};
 use crate::{Broker, CoreError};
 
 /// The internal log holding the allocations (`DATA/__nagare_producers-0`).
 pub const PRODUCERS_LOG: &str = "producers";
+/// The one key earlier versions gave every allocation.
+const LEGACY_KEY: &[u8] = b"producer";
 
 #[derive(Debug, Error)]
 pub enum ProduceError {
@@ -50,9 +55,13 @@ pub struct ProducerIds {
 impl InternalOp for Allocation {
     type State = ProducerIds;
 
+    fn key(&self) -> Bytes {
+        Bytes::from(self.id.to_string())
+    }
+
     fn encode(&self, timestamp: i64) -> NewRecord {
         NewRecord {
-            key: Some(Bytes::from_static(b"producer")),
+            key: Some(self.key()),
             value: Some(Bytes::from(format!("{}:{}", self.id, self.epoch))),
             headers: Vec::new(),
             timestamp,
@@ -62,6 +71,18 @@ impl InternalOp for Allocation {
     fn decode(record: &Record) -> Option<Self> {
         let (id, epoch) = parse_allocation(record.value.as_deref()?)?;
         Some(Allocation { id, epoch })
+    }
+
+    fn replay(record: &Record, state: &mut ProducerIds) -> Replayed {
+        let Some(op) = Self::decode(record) else {
+            return Replayed::Unreadable;
+        };
+        op.apply(state);
+        if record.key.as_deref() == Some(LEGACY_KEY) {
+            Replayed::Legacy
+        } else {
+            Replayed::Current
+        }
     }
 
     fn apply(self, state: &mut ProducerIds) {
@@ -157,6 +178,7 @@ fn parse_allocation(v: &[u8]) -> Option<(i64, i16)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::internal_log::test_support;
 
     #[test]
     fn allocation_records_parse() {
@@ -182,5 +204,82 @@ mod tests {
             Err(ProduceError::UnknownProducerId(7))
         ));
         assert_eq!(decide(&ids, None).ok().map(|a| a.id), Some(1));
+    }
+
+    fn broker(dir: &std::path::Path) -> Arc<Broker> {
+        Broker::open(crate::BrokerConfig {
+            data_dir: dir.to_path_buf(),
+            ..crate::BrokerConfig::default()
+        })
+        .unwrap()
+    }
+
+    /// Opens the producers, runs `f` with the writer running, waits for it to end.
+    async fn with_producers<F, Fut>(dir: &std::path::Path, f: F)
+    where
+        F: FnOnce(Arc<Producers>) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let b = broker(dir);
+        let (p, writer) = Producers::open(&b).unwrap();
+        let task = tokio::spawn(writer.run());
+        let p = Arc::new(p);
+        f(p.clone()).await;
+        p.log.flush().await.unwrap();
+        drop(p);
+        task.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn ids_and_epochs_survive_a_clean_and_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        with_producers(dir.path(), |p| async move {
+            assert_eq!(p.init_producer_id(None).await.unwrap(), (0, 0));
+            assert_eq!(p.init_producer_id(None).await.unwrap(), (1, 0));
+            assert_eq!(p.init_producer_id(Some((0, 0))).await.unwrap(), (0, 1));
+        })
+        .await;
+        let b = broker(dir.path());
+        test_support::clean_now(&b, PRODUCERS_LOG);
+        assert_eq!(
+            test_support::records(&b, PRODUCERS_LOG).len(),
+            2,
+            "one per id"
+        );
+        drop(b);
+        with_producers(dir.path(), |p| async move {
+            assert_eq!(p.init_producer_id(None).await.unwrap(), (2, 0));
+            assert_eq!(p.init_producer_id(Some((0, 1))).await.unwrap(), (0, 2));
+            assert!(p.init_producer_id(Some((0, 0))).await.is_err(), "fenced");
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_log_of_one_key_is_rewritten_by_id() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let b = broker(dir.path());
+            let old =
+                ["0:0", "1:0", "0:1", "2:0", "0:2"].map(|v| test_support::raw("producer", Some(v)));
+            test_support::append_raw(&b, PRODUCERS_LOG, old.to_vec());
+        }
+        with_producers(dir.path(), |p| async move {
+            assert_eq!(p.ids.lock().next, 3);
+            assert_eq!(p.init_producer_id(Some((0, 2))).await.unwrap(), (0, 3));
+        })
+        .await;
+        let b = broker(dir.path());
+        let records = test_support::records(&b, PRODUCERS_LOG);
+        assert!(records.iter().all(|r| r.key.as_deref() != Some(LEGACY_KEY)));
+        // The cleaner alone keeps the state now.
+        test_support::clean_now(&b, PRODUCERS_LOG);
+        drop(b);
+        with_producers(dir.path(), |p| async move {
+            assert_eq!(p.init_producer_id(None).await.unwrap(), (3, 0));
+            assert_eq!(p.init_producer_id(Some((2, 0))).await.unwrap(), (2, 1));
+            assert_eq!(p.init_producer_id(Some((0, 3))).await.unwrap(), (0, 4));
+        })
+        .await;
     }
 }

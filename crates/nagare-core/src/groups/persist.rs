@@ -1,7 +1,10 @@
 //! How group state is kept in the internal `consumer_offsets` log: one record per change,
 //! keyed by what it is about (a group, or a group's partition), the value being the new
 //! state or a tombstone (no value). On start the whole log is replayed and the last value
-//! per key wins ([`StoredGroups`]), which is also what a compaction keeps.
+//! per key wins ([`StoredGroups`]), which is also what the log cleaner keeps: deleting a
+//! group writes a tombstone per committed offset before the group's own. A log where a
+//! group's tombstone still finds offsets of that group (which only its op dropped) is
+//! rewritten once on open (see `internal_log.rs`).
 
 use std::collections::BTreeMap;
 
@@ -10,7 +13,7 @@ use nagare_log::batch::{NewRecord, Record};
 use serde::{Deserialize, Serialize};
 
 use super::{CommittedOffset, Group, GroupState, Groups};
-use crate::internal_log::InternalOp;
+use crate::internal_log::{InternalOp, Replayed};
 
 /// One change of persistent group state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,46 +63,44 @@ fn json(v: &impl Serialize) -> Option<Bytes> {
 }
 
 impl PersistOp {
-    /// The record that stores this change.
-    pub fn to_record(&self, timestamp: i64) -> NewRecord {
-        let (key, value) = match self {
-            PersistOp::Group {
-                group,
-                generation,
-                protocol_type,
-                protocol_name,
-            } => (
-                Key::Group {
-                    group: group.clone(),
-                },
-                json(&GroupValue {
-                    generation: *generation,
-                    protocol_type: protocol_type.clone(),
-                    protocol_name: protocol_name.clone(),
-                }),
-            ),
+    /// The key of the record that stores this change.
+    fn record_key(&self) -> Option<Bytes> {
+        let key = match self {
+            PersistOp::Group { group, .. } | PersistOp::GroupDeleted { group } => Key::Group {
+                group: group.clone(),
+            },
             PersistOp::Offset {
                 group,
                 topic,
                 partition,
-                value,
-            } => (
-                Key::Offset {
-                    group: group.clone(),
-                    topic: topic.clone(),
-                    partition: *partition,
-                },
-                value.as_ref().and_then(json),
-            ),
-            PersistOp::GroupDeleted { group } => (
-                Key::Group {
-                    group: group.clone(),
-                },
-                None,
-            ),
+                ..
+            } => Key::Offset {
+                group: group.clone(),
+                topic: topic.clone(),
+                partition: *partition,
+            },
+        };
+        json(&key)
+    }
+
+    /// The record that stores this change.
+    pub fn to_record(&self, timestamp: i64) -> NewRecord {
+        let value = match self {
+            PersistOp::Group {
+                generation,
+                protocol_type,
+                protocol_name,
+                ..
+            } => json(&GroupValue {
+                generation: *generation,
+                protocol_type: protocol_type.clone(),
+                protocol_name: protocol_name.clone(),
+            }),
+            PersistOp::Offset { value, .. } => value.as_ref().and_then(json),
+            PersistOp::GroupDeleted { .. } => None,
         };
         NewRecord {
-            key: json(&key),
+            key: self.record_key(),
             value,
             headers: Vec::new(),
             timestamp,
@@ -140,8 +141,8 @@ impl PersistOp {
 }
 
 /// What the group log holds once superseded records are dropped: the last value per
-/// key. The internal-log engine keeps it to write snapshots; the coordinator builds its
-/// [`Groups`] from it on open.
+/// key. The internal-log engine keeps it (to count live keys, and to migrate an old
+/// log); the coordinator builds its [`Groups`] from it on open.
 #[derive(Debug, Clone, Default)]
 pub struct StoredGroups {
     groups: BTreeMap<String, GroupValue>,
@@ -153,12 +154,32 @@ impl InternalOp for PersistOp {
     /// Group logs are small and read on every start: compact them early.
     const COMPACT_MIN_RECORDS: i64 = 1000;
 
+    fn key(&self) -> Bytes {
+        self.record_key().unwrap_or_default()
+    }
+
     fn encode(&self, timestamp: i64) -> NewRecord {
         self.to_record(timestamp)
     }
 
     fn decode(record: &Record) -> Option<Self> {
         PersistOp::from_record(record)
+    }
+
+    fn replay(record: &Record, state: &mut StoredGroups) -> Replayed {
+        let Some(op) = PersistOp::from_record(record) else {
+            return Replayed::Unreadable;
+        };
+        // Offsets still there when their group's tombstone comes were dropped by that
+        // op alone: the cleaner, keeping their records, would bring them back.
+        let legacy =
+            matches!(&op, PersistOp::GroupDeleted { group } if state.offsets.contains_key(group));
+        op.apply(state);
+        if legacy {
+            Replayed::Legacy
+        } else {
+            Replayed::Current
+        }
     }
 
     fn apply(self, state: &mut StoredGroups) {
@@ -205,6 +226,8 @@ impl InternalOp for PersistOp {
             }
             PersistOp::GroupDeleted { group } => {
                 state.groups.remove(&group);
+                // Only for logs of earlier versions (see `replay`): today every offset
+                // of the group was deleted by its own tombstone before.
                 state.offsets.remove(&group);
             }
         }
@@ -232,28 +255,6 @@ impl InternalOp for PersistOp {
 }
 
 impl Groups {
-    /// Every live key as one change each: what a compacted log would hold.
-    pub fn snapshot(&self) -> Vec<PersistOp> {
-        let mut ops = Vec::new();
-        for g in self.groups.values() {
-            ops.push(PersistOp::Group {
-                group: g.id.clone(),
-                generation: g.generation,
-                protocol_type: g.protocol_type.clone(),
-                protocol_name: g.protocol_name.clone(),
-            });
-            for ((topic, partition), value) in &g.offsets {
-                ops.push(PersistOp::Offset {
-                    group: g.id.clone(),
-                    topic: topic.clone(),
-                    partition: *partition,
-                    value: Some(value.clone()),
-                });
-            }
-        }
-        ops
-    }
-
     /// Replays one stored change. Groups come back Empty: members re-join after a
     /// restart, but generations keep counting up so stale members stay fenced.
     pub fn apply(&mut self, op: PersistOp) {

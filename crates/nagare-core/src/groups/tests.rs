@@ -4,6 +4,7 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 
 use super::*;
+use crate::internal_log::test_support;
 
 type JoinRx = oneshot::Receiver<Result<JoinResponse, GroupError>>;
 type SyncRx = oneshot::Receiver<Result<SyncResponse, GroupError>>;
@@ -916,9 +917,9 @@ async fn the_driver_completes_waiting_joins_and_expires_silent_members() {
     );
 }
 
-/// Many superseded commits are compacted away on the next start; the state stays.
+/// Many superseded commits are cleaned away on the next start; the state stays.
 #[tokio::test]
-async fn the_group_log_is_compacted_on_start() {
+async fn the_group_log_is_cleaned_on_start() {
     let dir = tempfile::tempdir().unwrap();
     let config = crate::BrokerConfig {
         data_dir: dir.path().to_path_buf(),
@@ -950,18 +951,133 @@ async fn the_group_log_is_compacted_on_start() {
         let c = open_coordinator(&broker, GroupConfig::default());
         // The compaction runs first on the writer task; a commit queues behind it.
         c.commit_offsets(commit(499)).await.unwrap();
-        let log = broker
-            .internal_log(super::coordinator::OFFSETS_LOG)
-            .unwrap();
-        assert!(
-            log.log_end_offset() - log.log_start_offset() <= 10,
-            "log holds {}..{}",
-            log.log_start_offset(),
-            log.log_end_offset()
-        );
+        let left = test_support::records(&broker, super::coordinator::OFFSETS_LOG).len();
+        assert!(left <= 10, "log holds {left} records");
         let got = c.fetch_offsets(G, None);
         assert_eq!(got.len(), 3);
         assert!(got.iter().all(|(_, o)| o.as_ref().unwrap().offset == 499));
         broker.shutdown().unwrap();
     }
+}
+
+/// A deleted group leaves only tombstones, which the cleaner drops: a restart after a
+/// clean knows nothing of it, and the other group keeps its offsets.
+#[tokio::test]
+async fn a_deleted_group_is_gone_after_a_clean_and_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = crate::BrokerConfig {
+        data_dir: dir.path().to_path_buf(),
+        ..crate::BrokerConfig::default()
+    };
+    let commit = |group: &str, offset: i64| OffsetCommitRequest {
+        group_id: group.into(),
+        generation: -1,
+        offsets: (0..3)
+            .map(|partition| OffsetCommit {
+                topic: "t".into(),
+                partition,
+                offset,
+                ..OffsetCommit::default()
+            })
+            .collect(),
+        ..OffsetCommitRequest::default()
+    };
+    {
+        let broker = crate::Broker::open(config.clone()).unwrap();
+        let c = open_coordinator(&broker, GroupConfig::default());
+        c.commit_offsets(commit("gone", 5)).await.unwrap();
+        c.commit_offsets(commit(G, 7)).await.unwrap();
+        assert_eq!(c.delete_groups(&["gone".to_string()]).await, vec![Ok(())]);
+        broker.shutdown().unwrap();
+    }
+    for round in 0..2 {
+        let broker = crate::Broker::open(config.clone()).unwrap();
+        test_support::clean_now(&broker, super::coordinator::OFFSETS_LOG);
+        let c = open_coordinator(&broker, GroupConfig::default());
+        assert!(c
+            .fetch_offsets("gone", None)
+            .iter()
+            .all(|(_, o)| o.is_none()));
+        assert!(c.list_groups().iter().all(|g| g.group_id != "gone"));
+        let got = c.fetch_offsets(G, None);
+        assert_eq!(got.len(), 3);
+        assert!(got
+            .iter()
+            .all(|(_, o)| o.as_ref().unwrap().offset == 7 + round));
+        if round == 1 {
+            // The clean after the one that reached the tombstones dropped them.
+            let left = test_support::records(&broker, super::coordinator::OFFSETS_LOG);
+            assert_eq!(left.len(), 3, "G's offsets only");
+            assert!(left.iter().all(|r| r.value.is_some()));
+        }
+        // Something new to clean next time.
+        c.commit_offsets(commit(G, 8)).await.unwrap();
+        broker.shutdown().unwrap();
+    }
+}
+
+/// A log where a group's tombstone dropped offsets without their own tombstones (which
+/// the cleaner would bring back) is rewritten once on open.
+#[tokio::test]
+async fn a_group_tombstone_that_dropped_offsets_is_migrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = crate::BrokerConfig {
+        data_dir: dir.path().to_path_buf(),
+        ..crate::BrokerConfig::default()
+    };
+    let offset = |group: &str, offset: i64| PersistOp::Offset {
+        group: group.into(),
+        topic: "t".into(),
+        partition: 0,
+        value: Some(CommittedOffset {
+            offset,
+            leader_epoch: -1,
+            metadata: String::new(),
+            commit_timestamp_ms: 0,
+        }),
+    };
+    {
+        let broker = crate::Broker::open(config.clone()).unwrap();
+        let old = vec![
+            offset("gone", 3).to_record(0),
+            offset(G, 4).to_record(0),
+            PersistOp::GroupDeleted {
+                group: "gone".into(),
+            }
+            .to_record(0),
+        ];
+        test_support::append_raw(&broker, super::coordinator::OFFSETS_LOG, old);
+        broker.shutdown().unwrap();
+    }
+    {
+        let broker = crate::Broker::open(config.clone()).unwrap();
+        let c = open_coordinator(&broker, GroupConfig::default());
+        // The migration runs first on the writer task; a commit queues behind it.
+        c.commit_offsets(OffsetCommitRequest {
+            group_id: "other".into(),
+            generation: -1,
+            offsets: vec![OffsetCommit {
+                topic: "t".into(),
+                partition: 0,
+                offset: 1,
+                ..OffsetCommit::default()
+            }],
+            ..OffsetCommitRequest::default()
+        })
+        .await
+        .unwrap();
+        let log = broker
+            .internal_log(super::coordinator::OFFSETS_LOG)
+            .unwrap();
+        assert_eq!(log.log_start_offset(), 3, "the old records are dropped");
+        test_support::clean_now(&broker, super::coordinator::OFFSETS_LOG);
+        broker.shutdown().unwrap();
+    }
+    let broker = crate::Broker::open(config).unwrap();
+    let c = open_coordinator(&broker, GroupConfig::default());
+    assert!(c
+        .fetch_offsets("gone", None)
+        .iter()
+        .all(|(_, o)| o.is_none()));
+    assert_eq!(c.fetch_offsets(G, None)[0].1.as_ref().unwrap().offset, 4);
 }

@@ -26,7 +26,7 @@ pub use queue::{ConsumerId, Delivery, Queue, QueueSink, QueueStats};
 
 use crate::internal_log::{InternalLog, InternalLogWriter, Ticket};
 use crate::{Broker, CoreError};
-use persist::{QueueOp, StateOp};
+use persist::{Change, QueueOp};
 
 /// The internal log holding acknowledgement state (`DATA/__nagare_queues-0`).
 pub const STATE_LOG: &str = "queues";
@@ -145,14 +145,15 @@ impl Queues {
     }
 
     /// Stores newly acknowledged offsets of `queue` (fire and forget: a lost
-    /// acknowledgement means a redelivery, never a loss).
+    /// acknowledgement means a redelivery, never a loss). Cheap: the log's writer turns
+    /// the changes of one append into one record of the queue's whole state.
     pub(crate) fn record_acks(&self, queue: &Arc<str>, offsets: &[i64]) {
         if offsets.is_empty() {
             return;
         }
         let op = QueueOp {
             queue: queue.to_string(),
-            op: StateOp::Acked(offsets.to_vec()),
+            change: Change::Acked(offsets.to_vec()),
         };
         drop(self.state_log.push([op], false));
     }
@@ -163,7 +164,7 @@ impl Queues {
     pub(crate) fn record_delivered(&self, queue: &Arc<str>, mark: i64) {
         let op = QueueOp {
             queue: queue.to_string(),
-            op: StateOp::Delivered(mark),
+            change: Change::Delivered(mark),
         };
         drop(self.state_log.push([op], false));
     }
@@ -173,7 +174,7 @@ impl Queues {
     pub(crate) fn record_snapshot(&self, queue: &Arc<str>, state: &AckState) -> Ticket {
         let op = QueueOp {
             queue: queue.to_string(),
-            op: StateOp::Snapshot(state.clone()),
+            change: Change::Whole(state.clone()),
         };
         self.state_log.push([op], true)
     }

@@ -1,7 +1,16 @@
-//! Records of the queue state log: key = queue name, value = JSON: a batch of newly
-//! acknowledged offsets, a new delivered-up-to mark, or a snapshot of the whole state
-//! (written when the log is compacted). Offsets are stored as inclusive ranges to stay
-//! small. Logs written before the delivered mark existed read as "nothing delivered".
+//! Records of the queue state log: key = queue name, value = JSON of the queue's whole
+//! acknowledgement state (floor, acknowledged offsets above it as inclusive ranges,
+//! delivered mark), so the latest record of a queue is its state and the log cleaner
+//! compacts the log. The operations queues push are the small changes (offsets
+//! acknowledged, a new delivered mark); the log's writer applies them to its copy of the
+//! state and writes, per append, one record of each changed queue's whole state
+//! ([`InternalOp::encode_in`]): a busy queue costs one record per append, not one per
+//! acknowledgement, and nothing is copied per acknowledgement.
+//!
+//! Earlier versions also wrote deltas (a batch of newly acknowledged offsets, a new
+//! delivered mark) beside such states: they are still read, and a log holding them is
+//! rewritten once on open (see `internal_log.rs`). States written before the delivered
+//! mark existed read as "nothing delivered".
 
 use std::collections::HashMap;
 
@@ -10,29 +19,121 @@ use nagare_log::batch::{NewRecord, Record};
 use serde::{Deserialize, Serialize};
 
 use super::AckState;
-use crate::internal_log::InternalOp;
+use crate::internal_log::{InternalOp, Replayed};
 
 /// One change of one queue's state: the operation the internal-log engine stores.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct QueueOp {
     pub queue: String,
-    pub op: StateOp,
+    pub change: Change,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Change {
+    Acked(Vec<i64>),
+    /// Everything below this offset has been delivered at least once.
+    Delivered(i64),
+    /// The whole state (after a purge, and what records hold).
+    Whole(AckState),
+}
+
+impl Change {
+    fn apply(self, state: &mut AckState) {
+        match self {
+            Change::Acked(offsets) => offsets.into_iter().for_each(|o| state.ack(o)),
+            Change::Delivered(mark) => state.delivered = state.delivered.max(mark),
+            Change::Whole(s) => *state = s,
+        }
+    }
 }
 
 impl InternalOp for QueueOp {
     type State = HashMap<String, AckState>;
 
+    fn key(&self) -> Bytes {
+        Bytes::copy_from_slice(self.queue.as_bytes())
+    }
+
+    /// Without the state it changes, a change is written as applied to a queue with
+    /// nothing acknowledged; the writer always calls [`encode_in`](Self::encode_in).
     fn encode(&self, timestamp: i64) -> NewRecord {
-        self.op.to_record(&self.queue, timestamp)
+        self.encode_in(&Self::State::default(), timestamp)
+    }
+
+    /// The queue's whole state once this change is applied to `state`.
+    fn encode_in(&self, state: &Self::State, timestamp: i64) -> NewRecord {
+        let whole = match &self.change {
+            Change::Whole(s) => s.clone(),
+            change => {
+                let mut s = state.get(&self.queue).cloned().unwrap_or_default();
+                change.clone().apply(&mut s);
+                s
+            }
+        };
+        let stored = Stored::Snapshot {
+            floor: whole.floor,
+            above: ranges(whole.above.iter().copied()),
+            delivered: whole.delivered,
+        };
+        NewRecord {
+            key: Some(self.key()),
+            value: serde_json::to_vec(&stored).ok().map(Bytes::from),
+            headers: Vec::new(),
+            timestamp,
+        }
     }
 
     fn decode(record: &Record) -> Option<Self> {
-        let (queue, op) = StateOp::from_record(record)?;
-        Some(QueueOp { queue, op })
+        match read(record)? {
+            (
+                queue,
+                Stored::Snapshot {
+                    floor,
+                    above,
+                    delivered,
+                },
+            ) => Some(QueueOp {
+                queue,
+                change: Change::Whole(whole(floor, &above, delivered)?),
+            }),
+            _ => None,
+        }
+    }
+
+    fn replay(record: &Record, state: &mut Self::State) -> Replayed {
+        let Some((queue, stored)) = read(record) else {
+            return Replayed::Unreadable;
+        };
+        match stored {
+            Stored::Snapshot {
+                floor,
+                above,
+                delivered,
+            } => match whole(floor, &above, delivered) {
+                Some(s) => {
+                    state.insert(queue, s);
+                    Replayed::Current
+                }
+                None => Replayed::Unreadable,
+            },
+            Stored::Acked(rs) => match expand(&rs) {
+                Some(offsets) => {
+                    let s = state.entry(queue).or_default();
+                    offsets.into_iter().for_each(|o| s.ack(o));
+                    Replayed::Legacy
+                }
+                None => Replayed::Unreadable,
+            },
+            Stored::Delivered(mark) => {
+                let s = state.entry(queue).or_default();
+                s.delivered = s.delivered.max(mark);
+                Replayed::Legacy
+            }
+        }
     }
 
     fn apply(self, state: &mut Self::State) {
-        self.op.apply(state.entry(self.queue).or_default());
+        self.change.apply(state.entry(self.queue).or_default());
     }
 
     fn snapshot(state: &Self::State) -> Vec<Self> {
@@ -40,20 +141,14 @@ impl InternalOp for QueueOp {
             .iter()
             .map(|(queue, s)| QueueOp {
                 queue: queue.clone(),
-                op: StateOp::Snapshot(s.clone()),
+                change: Change::Whole(s.clone()),
             })
             .collect()
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum StateOp {
-    Acked(Vec<i64>),
-    /// Everything below this offset has been delivered at least once.
-    Delivered(i64),
-    Snapshot(AckState),
-}
-
+/// A record's value. `Snapshot` (named so by the version that wrote it only on
+/// compaction) is the one written today; the deltas are only read.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum Stored {
@@ -67,56 +162,19 @@ enum Stored {
     },
 }
 
-impl StateOp {
-    pub(super) fn to_record(&self, queue: &str, timestamp: i64) -> NewRecord {
-        let stored = match self {
-            StateOp::Acked(offsets) => {
-                let mut sorted = offsets.clone();
-                sorted.sort_unstable();
-                Stored::Acked(ranges(sorted))
-            }
-            StateOp::Delivered(mark) => Stored::Delivered(*mark),
-            StateOp::Snapshot(s) => Stored::Snapshot {
-                floor: s.floor,
-                above: ranges(s.above.iter().copied()),
-                delivered: s.delivered,
-            },
-        };
-        NewRecord {
-            key: Some(Bytes::copy_from_slice(queue.as_bytes())),
-            value: serde_json::to_vec(&stored).ok().map(Bytes::from),
-            headers: Vec::new(),
-            timestamp,
-        }
-    }
+fn read(r: &Record) -> Option<(String, Stored)> {
+    let queue = String::from_utf8(r.key.as_deref()?.to_vec()).ok()?;
+    let stored: Stored = serde_json::from_slice(r.value.as_deref()?).ok()?;
+    Some((queue, stored))
+}
 
-    /// The queue and change a record holds; `None` for records this version cannot read.
-    pub(super) fn from_record(r: &Record) -> Option<(String, StateOp)> {
-        let queue = String::from_utf8(r.key.as_deref()?.to_vec()).ok()?;
-        let stored: Stored = serde_json::from_slice(r.value.as_deref()?).ok()?;
-        let op = match stored {
-            Stored::Acked(rs) => StateOp::Acked(expand(&rs)?),
-            Stored::Delivered(mark) => StateOp::Delivered(mark),
-            Stored::Snapshot {
-                floor,
-                above,
-                delivered,
-            } => StateOp::Snapshot(AckState {
-                floor,
-                above: expand(&above)?.into_iter().collect(),
-                delivered,
-            }),
-        };
-        Some((queue, op))
-    }
-
-    pub(super) fn apply(self, state: &mut AckState) {
-        match self {
-            StateOp::Acked(offsets) => offsets.into_iter().for_each(|o| state.ack(o)),
-            StateOp::Delivered(mark) => state.delivered = state.delivered.max(mark),
-            StateOp::Snapshot(s) => *state = s,
-        }
-    }
+/// A queue's state from a stored one; `None` for a corrupt one.
+fn whole(floor: i64, above: &[(i64, i64)], delivered: i64) -> Option<AckState> {
+    Some(AckState {
+        floor,
+        above: expand(above)?.into_iter().collect(),
+        delivered,
+    })
 }
 
 /// Sorted offsets to inclusive ranges.
@@ -144,22 +202,95 @@ fn expand(rs: &[(i64, i64)]) -> Option<Vec<i64>> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn snapshots_without_a_delivered_mark_still_read() {
-        let r = nagare_log::batch::Record {
+    fn record(key: &'static [u8], value: &'static [u8]) -> Record {
+        Record {
             offset: 0,
             timestamp: 0,
-            key: Some(Bytes::from_static(b"q")),
-            value: Some(Bytes::from_static(
-                br#"{"snapshot":{"floor":3,"above":[[5,6]]}}"#,
-            )),
+            key: Some(Bytes::from_static(key)),
+            value: Some(Bytes::from_static(value)),
             headers: Vec::new(),
-        };
-        let Some((q, StateOp::Snapshot(s))) = StateOp::from_record(&r) else {
+        }
+    }
+
+    #[test]
+    fn states_without_a_delivered_mark_still_read() {
+        let r = record(b"q", br#"{"snapshot":{"floor":3,"above":[[5,6]]}}"#);
+        let Some(QueueOp {
+            queue,
+            change: Change::Whole(state),
+        }) = QueueOp::decode(&r)
+        else {
             panic!("unreadable");
         };
-        assert_eq!(q, "q");
-        assert_eq!((s.floor, s.above.len(), s.delivered), (3, 2, 0));
+        assert_eq!(queue, "q");
+        assert_eq!((state.floor, state.above.len(), state.delivered), (3, 2, 0));
+    }
+
+    #[test]
+    fn deltas_of_earlier_versions_replay_as_legacy() {
+        let mut state = HashMap::new();
+        let current = record(
+            b"q",
+            br#"{"snapshot":{"floor":2,"above":[],"delivered":4}}"#,
+        );
+        assert_eq!(QueueOp::replay(&current, &mut state), Replayed::Current);
+        let acked = record(b"q", br#"{"acked":[[2,3],[6,6]]}"#);
+        assert_eq!(QueueOp::replay(&acked, &mut state), Replayed::Legacy);
+        let delivered = record(b"q", br#"{"delivered":9}"#);
+        assert_eq!(QueueOp::replay(&delivered, &mut state), Replayed::Legacy);
+        let s = &state["q"];
+        assert_eq!((s.floor, s.delivered), (4, 9));
+        assert_eq!(s.above.iter().copied().collect::<Vec<_>>(), vec![6]);
+        let junk = record(b"q", b"{}");
+        assert_eq!(QueueOp::replay(&junk, &mut state), Replayed::Unreadable);
+    }
+
+    fn decoded(r: NewRecord) -> Option<QueueOp> {
+        QueueOp::decode(&Record {
+            offset: 0,
+            timestamp: 0,
+            key: r.key,
+            value: r.value,
+            headers: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn a_state_round_trips() {
+        let op = QueueOp {
+            queue: "q".into(),
+            change: Change::Whole(AckState {
+                floor: 5,
+                above: [7, 8, 10].into_iter().collect(),
+                delivered: 11,
+            }),
+        };
+        assert_eq!(decoded(op.encode(0)), Some(op));
+    }
+
+    /// A change is written as the queue's whole state once it is applied.
+    #[test]
+    fn a_change_is_written_as_the_whole_state() {
+        let before = AckState {
+            floor: 2,
+            above: [4].into_iter().collect(),
+            delivered: 5,
+        };
+        let state = HashMap::from([("q".to_string(), before)]);
+        let acked = QueueOp {
+            queue: "q".into(),
+            change: Change::Acked(vec![3, 2, 6]),
+        };
+        let Some(QueueOp {
+            change: Change::Whole(after),
+            ..
+        }) = decoded(acked.encode_in(&state, 0))
+        else {
+            panic!("unreadable");
+        };
+        assert_eq!((after.floor, after.delivered), (5, 5));
+        assert_eq!(after.above.into_iter().collect::<Vec<_>>(), vec![6]);
+        assert_eq!(state["q"].floor, 2, "the state itself is left alone");
     }
 
     #[test]

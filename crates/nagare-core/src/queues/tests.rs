@@ -8,6 +8,7 @@ use nagare_log::batch::NewRecord;
 use parking_lot::Mutex;
 
 use super::*;
+use crate::internal_log::test_support;
 use crate::{AckLevel, Broker, BrokerConfig};
 
 #[derive(Default)]
@@ -220,4 +221,83 @@ async fn consumers_settling_at_once_get_everything() {
     publish(&q, &refs).await;
     assert_eq!(*a.0.lock(), (0..50).collect::<Vec<i64>>());
     assert_eq!(q.depth(), (0, 0));
+}
+
+/// The state log holds one record per queue once cleaned, and that is the whole state.
+#[tokio::test]
+async fn acknowledgements_survive_a_clean_and_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (broker, queues) = open(dir.path());
+        let q = queues.queue("jobs").unwrap();
+        publish(&q, &["1", "2", "3", "4", "5"]).await;
+        let a = Arc::new(Collect::default());
+        let ca = q.subscribe(a.clone(), 10);
+        for o in [0, 2, 3] {
+            q.ack(ca, o, false);
+            // Separate appends, so the log holds history to clean.
+            queues.flush().await.unwrap();
+        }
+        broker.shutdown().unwrap();
+    }
+    let broker = Broker::open(BrokerConfig {
+        data_dir: dir.path().to_path_buf(),
+        ..BrokerConfig::default()
+    })
+    .unwrap();
+    test_support::clean_now(&broker, STATE_LOG);
+    assert_eq!(test_support::records(&broker, STATE_LOG).len(), 1);
+    drop(broker);
+    let (_broker, queues) = open(dir.path());
+    let q = queues.queue("jobs").unwrap();
+    let a = Arc::new(Collect::default());
+    q.subscribe(a.clone(), 10);
+    assert_eq!(
+        a.take(),
+        vec![("2".to_string(), true), ("5".to_string(), true)]
+    );
+}
+
+/// Acknowledgement deltas of an earlier version replay, and the log is rewritten as one
+/// state per queue before anything else is written.
+#[tokio::test]
+async fn a_log_of_acknowledgement_deltas_is_rewritten_as_states() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (broker, queues) = open(dir.path());
+        let q = queues.queue("jobs").unwrap();
+        publish(&q, &["1", "2", "3", "4", "5"]).await;
+        broker.shutdown().unwrap();
+    }
+    {
+        let broker = Broker::open(BrokerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..BrokerConfig::default()
+        })
+        .unwrap();
+        let old = vec![
+            test_support::raw("queue.jobs", Some(r#"{"acked":[[0,0]]}"#)),
+            test_support::raw("queue.jobs", Some(r#"{"delivered":4}"#)),
+            test_support::raw("queue.jobs", Some(r#"{"acked":[[2,3]]}"#)),
+        ];
+        test_support::append_raw(&broker, STATE_LOG, old);
+        broker.shutdown().unwrap();
+    }
+    for round in 0..2 {
+        let (broker, queues) = open(dir.path());
+        let q = queues.queue("jobs").unwrap();
+        let a = Arc::new(Collect::default());
+        let c = q.subscribe(a.clone(), 10);
+        // "5" was never delivered before the first round.
+        assert_eq!(
+            a.take(),
+            vec![("2".to_string(), true), ("5".to_string(), round == 1)]
+        );
+        q.unsubscribe(c);
+        queues.flush().await.unwrap();
+        let p = broker.internal_log(STATE_LOG).unwrap();
+        assert_eq!(p.log_start_offset(), 3, "the deltas are dropped");
+        test_support::clean_now(&broker, STATE_LOG);
+        broker.shutdown().unwrap();
+    }
 }

@@ -16,7 +16,7 @@ use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
 use super::Principal;
-use crate::internal_log::{InternalLog, InternalLogWriter, InternalOp, Ticket};
+use crate::internal_log::{InternalLog, InternalLogWriter, InternalOp, Replayed, Ticket};
 use crate::{Broker, CoreError};
 
 /// The internal log holding the ACLs (`DATA/__nagare_acls-0`).
@@ -342,7 +342,14 @@ fn validate(acl: &AclBinding) -> Result<(), CoreError> {
 
 type Acls = HashSet<AclBinding>;
 
-/// One change of the ACLs, as stored (JSON).
+/// One change of the ACLs. Stored keyed by the whole binding (JSON; fields in
+/// declaration order, so one binding always gives the same key), the value [`PRESENT`]
+/// when it exists and a tombstone once removed: the latest record of a binding says
+/// whether it exists, which is what the log cleaner keeps.
+///
+/// Earlier versions keyed records by resource name, each value (this enum as JSON) adding
+/// or removing one binding of it: still read, and such a log is rewritten once on open
+/// (see `internal_log.rs`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", content = "acl", rename_all = "snake_case")]
 pub enum AclOp {
@@ -350,23 +357,55 @@ pub enum AclOp {
     Remove(AclBinding),
 }
 
+/// The value of an existing binding's record.
+const PRESENT: &[u8] = b"1";
+
 impl InternalOp for AclOp {
     type State = Acls;
     const COMPACT_MIN_RECORDS: i64 = 1_000;
 
-    fn encode(&self, timestamp: i64) -> NewRecord {
+    fn key(&self) -> Bytes {
         let (AclOp::Add(acl) | AclOp::Remove(acl)) = self;
+        // Plain structs of strings and enums always serialize.
+        serde_json::to_vec(acl).map(Bytes::from).unwrap_or_default()
+    }
+
+    fn encode(&self, timestamp: i64) -> NewRecord {
         NewRecord {
-            key: Some(Bytes::copy_from_slice(acl.resource_name.as_bytes())),
-            // Plain structs of strings and enums always serialize.
-            value: serde_json::to_vec(self).ok().map(Bytes::from),
+            key: Some(self.key()),
+            value: match self {
+                AclOp::Add(_) => Some(Bytes::from_static(PRESENT)),
+                AclOp::Remove(_) => None,
+            },
             headers: Vec::new(),
             timestamp,
         }
     }
 
     fn decode(record: &Record) -> Option<Self> {
-        serde_json::from_slice(record.value.as_deref()?).ok()
+        let acl: AclBinding = serde_json::from_slice(record.key.as_deref()?).ok()?;
+        match record.value.as_deref() {
+            None => Some(AclOp::Remove(acl)),
+            Some(PRESENT) => Some(AclOp::Add(acl)),
+            Some(_) => None,
+        }
+    }
+
+    fn replay(record: &Record, acls: &mut Acls) -> Replayed {
+        // An earlier version's value is this enum as JSON, never `PRESENT`.
+        let legacy = record
+            .value
+            .as_deref()
+            .and_then(|v| serde_json::from_slice::<AclOp>(v).ok());
+        let (op, replayed) = match legacy {
+            Some(op) => (op, Replayed::Legacy),
+            None => match Self::decode(record) {
+                Some(op) => (op, Replayed::Current),
+                None => return Replayed::Unreadable,
+            },
+        };
+        op.apply(acls);
+        replayed
     }
 
     fn apply(self, acls: &mut Acls) {

@@ -580,3 +580,110 @@ fn authorize_any_follows_kafka_by_resource_type() {
     assert!(!any(&a, "alice"));
     assert!(any(&with(vec![star], false), "alice"));
 }
+
+/// Opens the authorizer of the broker in `dir`, runs `f` with its writer running, and
+/// closes everything.
+async fn with_authorizer<F, Fut>(dir: &std::path::Path, f: F)
+where
+    F: FnOnce(Arc<Authorizer>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let broker = crate::Broker::open(crate::BrokerConfig {
+        data_dir: dir.to_path_buf(),
+        ..crate::BrokerConfig::default()
+    })
+    .expect("broker");
+    let (a, writer) = Authorizer::open(&broker, vec![], false).expect("open");
+    let task = tokio::spawn(writer.run());
+    let a = Arc::new(a);
+    f(a.clone()).await;
+    a.flush().await.expect("flush");
+    drop(a);
+    task.await.expect("writer ends");
+    broker.shutdown().expect("shutdown");
+}
+
+fn open_broker(dir: &std::path::Path) -> Arc<crate::Broker> {
+    crate::Broker::open(crate::BrokerConfig {
+        data_dir: dir.to_path_buf(),
+        ..crate::BrokerConfig::default()
+    })
+    .expect("broker")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bindings_survive_a_clean_and_a_restart() {
+    use crate::internal_log::test_support;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kept = allow_topic("t", PatternType::Literal, "User:u", Operation::Write);
+    let gone = allow_topic("t", PatternType::Literal, "User:u", Operation::Read);
+    with_authorizer(dir.path(), |a| {
+        let (kept, gone) = (kept.clone(), gone.clone());
+        async move {
+            let _ = a.create(vec![kept, gone.clone()]).await;
+            // Added again and removed: only the binding's last record counts.
+            let _ = a.create(vec![gone]).await;
+            let f = AclFilter {
+                operation: Some(Operation::Read),
+                ..AclFilter::any()
+            };
+            a.delete(vec![f]).await.expect("delete");
+        }
+    })
+    .await;
+    let broker = open_broker(dir.path());
+    test_support::clean_now(&broker, ACLS_LOG);
+    let left = test_support::records(&broker, ACLS_LOG);
+    assert_eq!(left.len(), 2, "one record per binding: {left:?}");
+    drop(broker);
+    with_authorizer(dir.path(), |a| async move {
+        assert_eq!(a.describe(&AclFilter::any()), vec![kept]);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_keyed_by_resource_name_is_rewritten_by_binding() {
+    use crate::internal_log::test_support;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kept = allow_topic("t", PatternType::Literal, "User:u", Operation::Write);
+    let gone = allow_topic("t", PatternType::Literal, "User:u", Operation::Read);
+    {
+        let broker = open_broker(dir.path());
+        // What the previous version wrote: the resource name as key, the op as value.
+        let old = [
+            AclOp::Add(kept.clone()),
+            AclOp::Add(gone.clone()),
+            AclOp::Remove(gone.clone()),
+        ]
+        .map(|op| {
+            let json = serde_json::to_string(&op).expect("json");
+            test_support::raw("t", Some(&json))
+        });
+        test_support::append_raw(&broker, ACLS_LOG, old.to_vec());
+        broker.shutdown().expect("shutdown");
+    }
+    let other = allow_topic("o", PatternType::Prefixed, "User:v", Operation::Read);
+    with_authorizer(dir.path(), |a| {
+        let (kept, other) = (kept.clone(), other.clone());
+        async move {
+            assert_eq!(a.describe(&AclFilter::any()), vec![kept]);
+            let _ = a.create(vec![other]).await;
+        }
+    })
+    .await;
+    let broker = open_broker(dir.path());
+    let p = broker.internal_log(ACLS_LOG).expect("log");
+    assert_eq!(p.log_start_offset(), 3, "the old records are dropped");
+    assert!(test_support::records(&broker, ACLS_LOG)
+        .iter()
+        .all(|r| r.value.as_deref() == Some(PRESENT)));
+    test_support::clean_now(&broker, ACLS_LOG);
+    drop((p, broker));
+    with_authorizer(dir.path(), |a| async move {
+        let mut got = a.describe(&AclFilter::any());
+        got.sort_by(|x, y| x.resource_name.cmp(&y.resource_name));
+        assert_eq!(got, vec![other, kept]);
+    })
+    .await;
+}

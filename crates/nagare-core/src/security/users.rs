@@ -11,8 +11,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use nagare_log::batch::{NewRecord, Record};
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
@@ -126,146 +124,11 @@ impl Credentials {
 
 type Users = BTreeMap<String, Credentials>;
 
-/// One change of the user store, as stored (JSON, keyed by the user name).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-enum UserOp {
-    /// Creates or replaces every credential of a user.
-    Set {
-        name: String,
-        credentials: Credentials,
-    },
-    SetScram {
-        name: String,
-        mechanism: ScramMechanism,
-        credential: ScramCredential,
-    },
-    /// Removes one SCRAM credential (and the user once it has none left).
-    DeleteScram {
-        name: String,
-        mechanism: ScramMechanism,
-    },
-    Delete {
-        name: String,
-    },
-}
-
-impl UserOp {
-    fn name(&self) -> &str {
-        match self {
-            UserOp::Set { name, .. }
-            | UserOp::SetScram { name, .. }
-            | UserOp::DeleteScram { name, .. }
-            | UserOp::Delete { name } => name,
-        }
-    }
-}
-
-fn json_record<T: Serialize>(key: &str, value: &T, timestamp: i64) -> NewRecord {
-    NewRecord {
-        key: Some(Bytes::copy_from_slice(key.as_bytes())),
-        // Serializing plain structs of strings and numbers cannot fail.
-        value: serde_json::to_vec(value).ok().map(Bytes::from),
-        headers: Vec::new(),
-        timestamp,
-    }
-}
-
-impl InternalOp for UserOp {
-    type State = Users;
-    const COMPACT_MIN_RECORDS: i64 = 1_000;
-
-    fn encode(&self, timestamp: i64) -> NewRecord {
-        json_record(self.name(), self, timestamp)
-    }
-
-    fn decode(record: &Record) -> Option<Self> {
-        serde_json::from_slice(record.value.as_deref()?).ok()
-    }
-
-    fn apply(self, users: &mut Users) {
-        match self {
-            UserOp::Set { name, credentials } => {
-                users.insert(name, credentials);
-            }
-            UserOp::SetScram {
-                name,
-                mechanism,
-                credential,
-            } => {
-                *users.entry(name).or_default().scram_mut(mechanism) = Some(credential);
-            }
-            UserOp::DeleteScram { name, mechanism } => {
-                if let Some(c) = users.get_mut(&name) {
-                    *c.scram_mut(mechanism) = None;
-                    if c.is_empty() {
-                        users.remove(&name);
-                    }
-                }
-            }
-            UserOp::Delete { name } => {
-                users.remove(&name);
-            }
-        }
-    }
-
-    fn snapshot(users: &Users) -> Vec<Self> {
-        users
-            .iter()
-            .map(|(name, c)| UserOp::Set {
-                name: name.clone(),
-                credentials: c.clone(),
-            })
-            .collect()
-    }
-}
+#[path = "users_persist.rs"]
+mod persist;
+use persist::{ForwardOp, UserOp};
 
 type ForwardSecrets = BTreeMap<String, String>;
-
-/// One change of the forward secrets (JSON, keyed by the user name).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-enum ForwardOp {
-    Set { name: String, password: String },
-    Delete { name: String },
-}
-
-impl InternalOp for ForwardOp {
-    type State = ForwardSecrets;
-    const COMPACT_MIN_RECORDS: i64 = 1_000;
-
-    fn encode(&self, timestamp: i64) -> NewRecord {
-        let name = match self {
-            ForwardOp::Set { name, .. } | ForwardOp::Delete { name } => name,
-        };
-        json_record(name, self, timestamp)
-    }
-
-    fn decode(record: &Record) -> Option<Self> {
-        serde_json::from_slice(record.value.as_deref()?).ok()
-    }
-
-    fn apply(self, secrets: &mut ForwardSecrets) {
-        match self {
-            ForwardOp::Set { name, password } => {
-                secrets.insert(name, password);
-            }
-            ForwardOp::Delete { name } => {
-                secrets.remove(&name);
-            }
-        }
-    }
-
-    fn snapshot(secrets: &ForwardSecrets) -> Vec<Self> {
-        secrets
-            .iter()
-            .map(|(name, password)| ForwardOp::Set {
-                name: name.clone(),
-                password: password.clone(),
-            })
-            .collect()
-    }
-}
 
 /// The user store's background writers; run them on the runtime
 /// ([`UserStoreWriters::run`]). Nothing is stored until they run.
@@ -369,7 +232,7 @@ impl UserStore {
                 None
             };
             match op {
-                Some(op) => push(&self.forward_log, &mut secrets, op),
+                Some(op) => push(&self.forward_log, &mut secrets, vec![op]),
                 None => Ticket::ready(),
             }
         };
@@ -378,10 +241,7 @@ impl UserStore {
             push(
                 &self.users_log,
                 &mut users,
-                UserOp::Set {
-                    name: name.to_string(),
-                    credentials,
-                },
+                UserOp::set_all(name, &credentials),
             )
         };
         secret_stored.stored().await?;
@@ -427,11 +287,10 @@ impl UserStore {
             push(
                 &self.users_log,
                 &mut users,
-                UserOp::SetScram {
+                vec![UserOp {
                     name: name.to_string(),
-                    mechanism,
-                    credential,
-                },
+                    slot: persist::Slot::Scram(mechanism, Some(credential)),
+                }],
             )
         };
         stored.stored().await
@@ -455,10 +314,10 @@ impl UserStore {
             push(
                 &self.users_log,
                 &mut users,
-                UserOp::DeleteScram {
+                vec![UserOp {
                     name: name.to_string(),
-                    mechanism,
-                },
+                    slot: persist::Slot::Scram(mechanism, None),
+                }],
             )
         };
         stored.stored().await?;
@@ -475,13 +334,7 @@ impl UserStore {
             if !users.contains_key(name) {
                 return Ok(false);
             }
-            push(
-                &self.users_log,
-                &mut users,
-                UserOp::Delete {
-                    name: name.to_string(),
-                },
-            )
+            push(&self.users_log, &mut users, UserOp::delete_all(name))
         };
         stored.stored().await?;
         self.forget_forward_secret(name).await?;
@@ -497,9 +350,9 @@ impl UserStore {
             push(
                 &self.forward_log,
                 &mut secrets,
-                ForwardOp::Delete {
+                vec![ForwardOp::Delete {
                     name: name.to_string(),
-                },
+                }],
             )
         };
         stored.stored().await
@@ -611,16 +464,18 @@ impl UserStore {
     }
 }
 
-/// Applies `op` to `state` and queues it (durably) in `log`, in that order under the
+/// Applies `ops` to `state` and queues them (durably) in `log`, in that order under the
 /// caller's lock, so the log sees changes in the order they were made.
 fn push<O: InternalOp + Clone>(
     log: &Option<Arc<InternalLog<O>>>,
     state: &mut O::State,
-    op: O,
+    ops: Vec<O>,
 ) -> Ticket {
-    op.clone().apply(state);
+    for op in &ops {
+        op.clone().apply(state);
+    }
     match log {
-        Some(log) => log.push([op], true),
+        Some(log) => log.push(ops, true),
         None => Ticket::ready(),
     }
 }

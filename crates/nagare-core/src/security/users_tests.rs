@@ -182,3 +182,110 @@ fn persisted_across_reopen_without_clear_passwords() {
     let c = store.scram("alice", ScramMechanism::Sha512).expect("scram");
     assert_eq!(c.salt, b"salt");
 }
+
+/// Opens the user store of the broker in `dir`, runs `f` with its writers running, and
+/// closes everything.
+async fn with_store<F, Fut>(dir: &std::path::Path, f: F)
+where
+    F: FnOnce(Arc<UserStore>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let broker = open_broker(dir);
+    let (store, writers) = UserStore::open(&broker).expect("open");
+    let task = tokio::spawn(writers.run());
+    let store = Arc::new(store);
+    f(store.clone()).await;
+    store.flush().await.expect("flush");
+    drop(store);
+    task.await.expect("writers end");
+    broker.shutdown().expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_survive_a_clean_and_a_restart() {
+    use crate::internal_log::test_support;
+    let dir = tempfile::tempdir().expect("tempdir");
+    with_store(dir.path(), |s| async move {
+        s.add("alice", "alice-pw", false).await.expect("add");
+        s.add("bob", "bob-pw", true).await.expect("add");
+        assert!(s
+            .delete_scram("bob", ScramMechanism::Sha256)
+            .await
+            .expect("del"));
+        s.add("carol", "carol-pw", true).await.expect("add");
+        assert!(s.delete("carol").await.expect("delete"));
+        s.add("alice", "alice-pw2", false).await.expect("re-add");
+    })
+    .await;
+    let broker = open_broker(dir.path());
+    test_support::clean_now(&broker, USERS_LOG);
+    test_support::clean_now(&broker, FORWARD_SECRETS_LOG);
+    // alice 3, bob 2 + a tombstone, carol 3 tombstones (dropped by a later clean).
+    assert_eq!(test_support::records(&broker, USERS_LOG).len(), 9);
+    drop(broker);
+    with_store(dir.path(), |s| async move {
+        assert!(s.verify_plain("alice", "alice-pw2"));
+        assert!(!s.verify_plain("alice", "alice-pw"));
+        assert!(s.verify_plain("bob", "bob-pw"));
+        assert!(s.scram("bob", ScramMechanism::Sha256).is_none());
+        assert!(s.scram("bob", ScramMechanism::Sha512).is_some());
+        assert_eq!(s.forward_password("bob").as_deref(), Some("bob-pw"));
+        assert!(s.get("carol").is_none());
+        assert_eq!(s.forward_password("carol"), None);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_of_user_operations_is_rewritten_by_credential() {
+    use crate::internal_log::test_support;
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let broker = open_broker(dir.path());
+        // What the previous version wrote: the user name as key, an operation as value.
+        let alice = Credentials::from_password("alice-pw");
+        let bob_512 = ScramCredential::from_password(ScramMechanism::Sha512, "bob-pw", 4096);
+        let old = [
+            ("alice", serde_json::json!({"op": "set", "name": "alice", "credentials": alice})),
+            ("alice", serde_json::json!({"op": "delete_scram", "name": "alice", "mechanism": "SCRAM-SHA-256"})),
+            ("gone", serde_json::json!({"op": "set", "name": "gone", "credentials": Credentials::from_password("x")})),
+            ("gone", serde_json::json!({"op": "delete", "name": "gone"})),
+            ("bob", serde_json::json!({"op": "set_scram", "name": "bob", "mechanism": "SCRAM-SHA-512", "credential": bob_512})),
+        ]
+        .map(|(k, v)| test_support::raw(k, Some(&v.to_string())));
+        test_support::append_raw(&broker, USERS_LOG, old.to_vec());
+        broker.shutdown().expect("shutdown");
+    }
+    let check = |s: &UserStore| {
+        assert!(s.verify_plain("alice", "alice-pw"));
+        assert!(s.scram("alice", ScramMechanism::Sha256).is_none());
+        assert!(s.scram("alice", ScramMechanism::Sha512).is_some());
+        let bob = s.get("bob").expect("bob");
+        assert!(!bob.plain);
+        assert_eq!(bob.scram, vec![(ScramMechanism::Sha512, 4096)]);
+        assert!(s.get("gone").is_none());
+    };
+    with_store(dir.path(), |s| async move {
+        check(&s);
+        s.add("dave", "dave-pw", false).await.expect("add");
+    })
+    .await;
+    let broker = open_broker(dir.path());
+    let p = broker.internal_log(USERS_LOG).expect("log");
+    assert_eq!(p.log_start_offset(), 5, "the old records are dropped");
+    let records = test_support::records(&broker, USERS_LOG);
+    // alice plain + 512, bob 512, dave 3.
+    assert_eq!(records.len(), 6);
+    assert!(records.iter().all(|r| !r
+        .value
+        .as_deref()
+        .unwrap_or_default()
+        .starts_with(b"{\"op\"")));
+    test_support::clean_now(&broker, USERS_LOG);
+    drop((p, broker));
+    with_store(dir.path(), |s| async move {
+        check(&s);
+        assert!(s.verify_plain("dave", "dave-pw"));
+    })
+    .await;
+}
