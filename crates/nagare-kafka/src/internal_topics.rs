@@ -37,30 +37,40 @@ pub(crate) fn is_internal(name: &str) -> bool {
     INTERNAL_TOPICS.iter().any(|(n, _)| *n == name)
 }
 
-/// The internal topic called `name`, if its log is open.
+/// The internal topic called `name`, if its log is open. An ordinary name costs a few
+/// string comparisons (Fetch asks for every topic it reads).
 pub(crate) fn by_name(broker: &Broker, name: &str) -> Option<InternalTopic> {
-    all(broker).into_iter().find(|t| t.name == name)
+    INTERNAL_TOPICS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .and_then(|entry| open(broker, entry))
 }
 
 /// The internal topic with this id, if its log is open.
 pub(crate) fn by_id(broker: &Broker, id: Uuid) -> Option<InternalTopic> {
-    all(broker).into_iter().find(|t| t.id == id)
+    INTERNAL_TOPICS
+        .iter()
+        .find(|(n, _)| topic_id(broker.cluster_id(), n) == id)
+        .and_then(|entry| open(broker, entry))
 }
 
 /// Every internal topic whose log is open, sorted by name.
 pub(crate) fn all(broker: &Broker) -> Vec<InternalTopic> {
     INTERNAL_TOPICS
         .iter()
-        .filter_map(|(name, log)| {
-            broker
-                .open_internal_log(log)
-                .map(|partition| InternalTopic {
-                    name,
-                    id: topic_id(broker.cluster_id(), name),
-                    partition,
-                })
-        })
+        .filter_map(|entry| open(broker, entry))
         .collect()
+}
+
+/// One entry of [`INTERNAL_TOPICS`], if its log is open.
+fn open(broker: &Broker, &(name, log): &(&'static str, &str)) -> Option<InternalTopic> {
+    broker
+        .open_internal_log(log)
+        .map(|partition| InternalTopic {
+            name,
+            id: topic_id(broker.cluster_id(), name),
+            partition,
+        })
 }
 
 /// A topic id that stays the same across restarts and versions (clients cache topic ids)

@@ -15,13 +15,17 @@ use nagare_core::TimestampPolicy;
 /// Kafka's `RecordBatch.NO_TIMESTAMP`.
 const NO_TIMESTAMP: i64 = -1;
 
-/// Why `batch` breaks the topic's timestamp bounds at `now`, if it does.
-pub(crate) fn out_of_range(batch: &[u8], policy: TimestampPolicy, now: i64) -> Option<String> {
+/// Why `batch` (whose parsed header is `header`) breaks the topic's timestamp bounds at
+/// `now`, if it does.
+pub(crate) fn out_of_range(
+    batch: &[u8],
+    header: &batch::BatchHeader,
+    policy: TimestampPolicy,
+    now: i64,
+) -> Option<String> {
     if policy.log_append_time {
         return None;
     }
-    // A malformed batch is refused by the append path with its own error.
-    let header = batch::parse_header(batch).ok()?;
     if header.is_control() {
         return None;
     }
@@ -63,6 +67,10 @@ mod tests {
         }
     }
 
+    fn check(b: &[u8], policy: TimestampPolicy, now: i64) -> Option<String> {
+        out_of_range(b, &batch::parse_header(b).unwrap(), policy, now)
+    }
+
     fn batch_at(timestamps: &[i64]) -> bytes::BytesMut {
         let records: Vec<_> = timestamps
             .iter()
@@ -77,28 +85,28 @@ mod tests {
     #[test]
     fn future_timestamps_past_after_max_are_refused() {
         let p = policy(i64::MAX, 3_600_000);
-        assert!(out_of_range(&batch_at(&[NOW, NOW + 3_600_000]), p, NOW).is_none());
-        assert!(out_of_range(&batch_at(&[NOW, NOW + 3_600_001]), p, NOW).is_some());
+        assert!(check(&batch_at(&[NOW, NOW + 3_600_000]), p, NOW).is_none());
+        assert!(check(&batch_at(&[NOW, NOW + 3_600_001]), p, NOW).is_some());
     }
 
     #[test]
     fn old_timestamps_past_before_max_are_refused_even_behind_the_first() {
         let p = policy(60_000, 3_600_000);
-        assert!(out_of_range(&batch_at(&[NOW - 60_000, NOW]), p, NOW).is_none());
+        assert!(check(&batch_at(&[NOW - 60_000, NOW]), p, NOW).is_none());
         // The first record is fine; a later one (negative delta) is too old.
-        assert!(out_of_range(&batch_at(&[NOW, NOW - 60_001]), p, NOW).is_some());
+        assert!(check(&batch_at(&[NOW, NOW - 60_001]), p, NOW).is_some());
         // Kafka's default: no lower bound.
-        assert!(out_of_range(&batch_at(&[0]), policy(i64::MAX, 3_600_000), NOW).is_none());
+        assert!(check(&batch_at(&[0]), policy(i64::MAX, 3_600_000), NOW).is_none());
     }
 
     #[test]
     fn no_timestamp_and_log_append_time_are_not_checked() {
         let p = policy(0, 0);
-        assert!(out_of_range(&batch_at(&[NO_TIMESTAMP]), p, NOW).is_none());
+        assert!(check(&batch_at(&[NO_TIMESTAMP]), p, NOW).is_none());
         let stamped = TimestampPolicy {
             log_append_time: true,
             ..p
         };
-        assert!(out_of_range(&batch_at(&[NOW + 86_400_000]), stamped, NOW).is_none());
+        assert!(check(&batch_at(&[NOW + 86_400_000]), stamped, NOW).is_none());
     }
 }

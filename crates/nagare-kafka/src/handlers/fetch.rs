@@ -147,31 +147,13 @@ fn resolve(
             } else {
                 internal_topics::by_name(broker, &t.topic)
             };
-            if let Some(internal) = internal {
-                let allowed = session.topic_allowed(Operation::Read, internal.name);
-                let partitions = t
-                    .partitions
-                    .iter()
-                    .map(|p| Target {
-                        index: p.partition,
-                        offset: p.fetch_offset,
-                        max_bytes: p.partition_max_bytes.max(0) as u64,
-                        partition: if !allowed {
-                            Err(denied())
-                        } else if p.partition == internal.partition.index() {
-                            Ok(internal.partition.clone())
-                        } else {
-                            Err(ResponseError::UnknownTopicOrPartition.counted())
-                        },
-                    })
-                    .collect();
-                return TopicTarget {
-                    name: t.topic.to_string(),
-                    id: t.topic_id,
-                    partitions,
-                };
-            }
-            let topic = if version >= 13 {
+            let source = if let Some(internal) = internal {
+                if session.topic_allowed(Operation::Read, internal.name) {
+                    Ok(Source::Internal(internal.partition))
+                } else {
+                    Err(denied())
+                }
+            } else if version >= 13 {
                 broker
                     .list_topics()
                     .into_iter()
@@ -179,7 +161,7 @@ fn resolve(
                     .ok_or(ResponseError::UnknownTopicId.counted())
                     .and_then(|topic| {
                         if session.topic_allowed(Operation::Read, topic.name()) {
-                            Ok(topic)
+                            Ok(Source::Topic(topic))
                         } else {
                             Err(denied())
                         }
@@ -189,6 +171,7 @@ fn resolve(
             } else {
                 broker
                     .topic(&t.topic)
+                    .map(Source::Topic)
                     .ok_or(ResponseError::UnknownTopicOrPartition.counted())
             };
             let partitions = t
@@ -198,11 +181,10 @@ fn resolve(
                     index: p.partition,
                     offset: p.fetch_offset,
                     max_bytes: p.partition_max_bytes.max(0) as u64,
-                    partition: topic.as_ref().map_err(|c| *c).and_then(|topic| {
-                        topic
-                            .partition(p.partition)
-                            .map_err(|e| core_error(&e).counted())
-                    }),
+                    partition: source
+                        .as_ref()
+                        .map_err(|c| *c)
+                        .and_then(|s| s.partition(p.partition)),
                 })
                 .collect();
             TopicTarget {
@@ -212,6 +194,23 @@ fn resolve(
             }
         })
         .collect()
+}
+
+/// Where a fetched topic's partitions are: an ordinary topic, or one of Kafka's
+/// internal topics (`internal_topics.rs`: one partition, index 0, an internal log).
+enum Source {
+    Topic(Arc<nagare_core::Topic>),
+    Internal(Arc<Partition>),
+}
+
+impl Source {
+    fn partition(&self, index: i32) -> Result<Arc<Partition>, i16> {
+        match self {
+            Source::Topic(topic) => topic.partition(index).map_err(|e| core_error(&e).counted()),
+            Source::Internal(p) if p.index() == index => Ok(p.clone()),
+            Source::Internal(_) => Err(ResponseError::UnknownTopicOrPartition.counted()),
+        }
+    }
 }
 
 /// Reads every partition (up to the request's byte budget); returns the results, the

@@ -216,22 +216,29 @@ async fn produce_partition(
         Ok(r) => r,
         Err(e) => return Outcome::error(batch_error(&e), e.to_string()),
     };
-    if let Some(refusal) = ranges
+    // Each header is parsed once for the checks below; a malformed batch (`None`) is
+    // refused by the append path with its own error.
+    let headers: Vec<Option<batch::BatchHeader>> = ranges
         .iter()
-        .find_map(|r| refuse_batch(&records[r.clone()], transactional_id.is_some()))
+        .map(|r| batch::parse_header(&records[r.clone()]).ok())
+        .collect();
+    if let Some(refusal) = headers
+        .iter()
+        .flatten()
+        .find_map(|h| refuse_batch(h, transactional_id.is_some()))
     {
         return Outcome::error(ResponseError::InvalidRecord, refusal);
     }
     let policy = topic.timestamp_policy();
     let now = nagare_core::log::now_ms();
-    if let Some(why) = ranges
-        .iter()
-        .find_map(|r| timestamps::out_of_range(&records[r.clone()], policy, now))
-    {
+    if let Some(why) = ranges.iter().zip(&headers).find_map(|(r, h)| {
+        h.as_ref()
+            .and_then(|h| timestamps::out_of_range(&records[r.clone()], h, policy, now))
+    }) {
         return Outcome::error(ResponseError::InvalidTimestamp, why);
     }
     if let Some(id) = transactional_id {
-        if let Err((error, why)) = verify_transaction(state, id, &partition, &records, &ranges) {
+        if let Err((error, why)) = verify_transaction(state, id, &partition, &headers) {
             return Outcome::error(error, why);
         }
     }
@@ -274,14 +281,9 @@ fn verify_transaction(
     state: &KafkaState,
     transactional_id: &str,
     partition: &nagare_core::Partition,
-    records: &Bytes,
-    ranges: &[std::ops::Range<usize>],
+    headers: &[Option<batch::BatchHeader>],
 ) -> Result<(), (ResponseError, String)> {
-    let Some(header) = ranges
-        .iter()
-        .filter_map(|r| batch::parse_header(&records[r.clone()]).ok())
-        .find(|h| h.is_transactional())
-    else {
+    let Some(header) = headers.iter().flatten().find(|h| h.is_transactional()) else {
         return Ok(());
     };
     // Later batches of a transaction already open here pay nothing, and the coordinator's
@@ -315,8 +317,7 @@ fn verify_transaction(
 /// Why a client's batch is refused before the append path, if it is: a control batch
 /// (only the transaction coordinator writes markers), or a transactional batch in a
 /// request without a transactional id.
-fn refuse_batch(batch: &[u8], transactional_request: bool) -> Option<&'static str> {
-    let header = batch::parse_header(batch).ok()?;
+fn refuse_batch(header: &batch::BatchHeader, transactional_request: bool) -> Option<&'static str> {
     if header.is_control() {
         return Some("control batches cannot be produced by clients");
     }
@@ -331,14 +332,18 @@ mod tests {
     use super::*;
     use nagare_core::log::control::{build_control_batch, set_producer};
 
+    fn header(b: &[u8]) -> batch::BatchHeader {
+        batch::parse_header(b).unwrap()
+    }
+
     #[test]
     fn markers_and_stray_transactional_batches_are_refused() {
         let marker = build_control_batch(1, 0, true, 0, 0);
-        assert!(refuse_batch(&marker, true).is_some());
+        assert!(refuse_batch(&header(&marker), true).is_some());
         let mut b = batch::build_batch(&[batch::NewRecord::default()]);
-        assert!(refuse_batch(&b, false).is_none());
+        assert!(refuse_batch(&header(&b), false).is_none());
         set_producer(&mut b, 1, 0, 0, true);
-        assert!(refuse_batch(&b, false).is_some());
-        assert!(refuse_batch(&b, true).is_none());
+        assert!(refuse_batch(&header(&b), false).is_some());
+        assert!(refuse_batch(&header(&b), true).is_none());
     }
 }

@@ -357,7 +357,7 @@ impl PartitionLog {
         let stem = file_stem(base);
         let cleaned = self.dir.join(format!("{stem}{CLEANED_SUFFIX}"));
         let swap = self.dir.join(format!("{stem}{SWAP_SUFFIX}"));
-        let mut out = Output::create(&self.io, &cleaned, base, self.config.index_interval_bytes)?;
+        let mut out = Output::create(&self.io, &cleaned, base, self.index_interval())?;
         // The last batch of the group as it was, to end the new segment at the same offset.
         let mut last_original: Option<(BatchHeader, [u8; HEADER_LEN])> = None;
         // ABORT markers dropped here: (producer id, offset), whose index entries go too.
