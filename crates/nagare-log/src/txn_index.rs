@@ -101,7 +101,11 @@ pub(crate) fn rewrite(io: &Io, path: &Path, entries: &[AbortedTxnEntry]) -> std:
     }
     let f = io.open(path, OpenMode::CreateTruncate)?;
     let buf: Vec<u8> = entries.iter().flat_map(|e| e.encode()).collect();
-    io.storage.write_at(&f, &[&buf], 0)
+    io.storage.write_at(&f, &[&buf], 0)?;
+    // Rewritten for a segment that may already be below the recovery point (recovery's
+    // rescan, compaction): nothing else fsyncs it later, and a lost entry would show an
+    // aborted transaction's records to read-committed readers.
+    io.storage.sync_data(&f)
 }
 
 #[cfg(test)]

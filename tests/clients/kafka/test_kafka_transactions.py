@@ -244,6 +244,38 @@ def test_transactions_survive_a_broker_crash(nagare):
         hung.commit_transaction(10)
 
 
+def test_an_open_transaction_goes_on_across_a_clean_restart(nagare):
+    # Produce acknowledges a transaction's records without an fsync (the commit makes them
+    # durable); a clean shutdown fsyncs everything, so the transaction is not aborted.
+    create_topic(nagare.kafka, "tx-clean")
+    p = txn_producer(nagare.kafka, "tx-clean-1")
+    p.begin_transaction()
+    send(p, "tx-clean", ["before-1", "before-2"])
+    nagare.restart(sig=signal.SIGTERM)
+    send(p, "tx-clean", ["after-1"])
+    p.commit_transaction(20)
+    got = read_all(nagare.kafka, "tx-clean", expect=3, wait=20)
+    assert got == ["before-1", "before-2", "after-1"]
+
+
+def test_a_crash_aborts_an_open_transaction_at_once(nagare):
+    # After a crash an open transaction's records may be gone (they were acknowledged
+    # without an fsync): it is aborted on start, long before its timeout.
+    create_topic(nagare.kafka, "tx-crash-now")
+    open_ = txn_producer(nagare.kafka, "tx-crash-now-1", **{"transaction.timeout.ms": 600000})
+    open_.begin_transaction()
+    send(open_, "tx-crash-now", ["open-1"])
+    nagare.restart(sig=signal.SIGKILL)
+    late = txn_producer(nagare.kafka, "tx-crash-now-2")
+    late.begin_transaction()
+    send(late, "tx-crash-now", ["after-1"])
+    late.commit_transaction(20)
+    # Not blocked by the open transaction (its 10-minute timeout is far away).
+    assert read_all(nagare.kafka, "tx-crash-now", expect=1, wait=10) == ["after-1"]
+    with pytest.raises(KafkaException):
+        open_.commit_transaction(10)
+
+
 JAVA_DIR = pathlib.Path(__file__).resolve().parent / "java" / "target"
 
 

@@ -389,10 +389,20 @@ impl Transactions {
     /// Open transactions past their timeout: each is aborted with its epoch bumped, so
     /// that its producer is fenced (Kafka's `abortTimedOutTransactions`).
     pub fn timed_out(&mut self, now: i64) -> Vec<Transition> {
+        self.fence_where(now, |meta| meta.deadline_ms().is_some_and(|d| d <= now))
+    }
+
+    /// Every open transaction, aborted with its epoch bumped: after a crash, records of an
+    /// open transaction were acknowledged without an fsync (they are made durable when it
+    /// commits) and may be gone, so the transaction cannot go on.
+    pub fn abort_open(&mut self, now: i64) -> Vec<Transition> {
+        self.fence_where(now, |meta| meta.state == TxnState::Ongoing)
+    }
+
+    fn fence_where(&mut self, now: i64, due: impl Fn(&TxnMetadata) -> bool) -> Vec<Transition> {
         let mut out = Vec::new();
         for (id, entry) in self.txns.iter_mut() {
-            let due = entry.meta.deadline_ms().is_some_and(|d| d <= now);
-            if due && !entry.pending {
+            if due(&entry.meta) && !entry.pending {
                 let next = fence(entry, now);
                 entry.pending = true;
                 out.push(Transition {

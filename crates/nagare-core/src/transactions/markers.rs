@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio::task::JoinSet;
 
-use crate::{Broker, CoreError, Partition};
+use crate::{AckLevel, Broker, CoreError, Partition};
 
 /// The coordinator epoch written in markers. Kafka's is the leader epoch of the
 /// coordinator's transaction-log partition; a single node never changes coordinator.
@@ -59,6 +59,30 @@ pub(super) async fn write_markers(
         }
     }
     result
+}
+
+/// Fsyncs every partition of a transaction up to its current end, all at once (group
+/// commit joins them with any other waiter). Partitions that no longer exist are skipped.
+pub(super) async fn sync_partitions(
+    broker: &Broker,
+    partitions: &BTreeSet<(String, i32)>,
+) -> Result<(), CoreError> {
+    let mut tasks = JoinSet::new();
+    for (topic, index) in partitions {
+        let partition = match broker.partition(topic, *index) {
+            Ok(p) => p,
+            Err(CoreError::UnknownTopic(_) | CoreError::UnknownPartition { .. }) => continue,
+            Err(e) => return Err(e),
+        };
+        tasks.spawn(async move {
+            let end = partition.log_end_offset();
+            partition.wait_durable(end, AckLevel::Durable).await
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        joined.unwrap_or(Err(CoreError::ShuttingDown))?;
+    }
+    Ok(())
 }
 
 async fn write_marker(

@@ -19,10 +19,12 @@
 //!
 //! **Recovery.** On open the log is replayed. A transaction found in PrepareCommit or
 //! PrepareAbort was decided: the background task writes its markers again (a marker is
-//! idempotent) and completes it. An Ongoing one is left to time out, as Kafka does: its
-//! deadline is its start time (wall clock, stored) plus its timeout, so one whose
-//! deadline passed while the broker was down is aborted (and its producer fenced) right
-//! after the start.
+//! idempotent) and completes it. An Ongoing one is aborted (and its producer fenced) right
+//! after the start when the previous process crashed: Produce acknowledges transactional
+//! records without an fsync and the commit fsyncs them before its decision, so records of
+//! a transaction still open at a crash may be gone. After a clean shutdown everything was
+//! fsynced and an open transaction goes on, left to time out as in Kafka (its deadline is
+//! its start time, wall clock and stored, plus its timeout).
 
 mod coordinator;
 mod error;

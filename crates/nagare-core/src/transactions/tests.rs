@@ -258,6 +258,37 @@ fn timed_out_transactions_are_aborted_with_a_bumped_epoch() {
 }
 
 #[test]
+fn after_a_crash_every_open_transaction_is_aborted_and_fenced() {
+    let mut m = machine();
+    let mut pid = 1;
+    let (p, e) = ready(&mut m, "open", &mut pid);
+    let t = m
+        .add_partitions("open", p, e, &[tp("a", 0)], 1_000)
+        .unwrap();
+    store(&mut m, t);
+    let (q, f) = ready(&mut m, "idle", &mut pid);
+    let t = m
+        .add_partitions("idle", q, f, &[tp("a", 1)], 1_000)
+        .unwrap();
+    store(&mut m, t);
+    let t = m.end_txn("idle", q, f, true, 1_001).unwrap();
+    store(&mut m, t);
+    let t = m.complete("idle", 1_002);
+    store(&mut m, t);
+    // Long before any timeout: only the open one, with its epoch bumped.
+    let aborted = m.abort_open(2_000);
+    assert_eq!(aborted.len(), 1);
+    assert_eq!(aborted[0].id, "open");
+    assert_eq!(aborted[0].next.state, TxnState::PrepareAbort);
+    assert_eq!(aborted[0].next.producer_epoch, e + 1);
+    m.stored(aborted[0].clone());
+    assert_eq!(
+        m.end_txn("open", p, e, true, 2_001),
+        Err(TxnError::ProducerFenced)
+    );
+}
+
+#[test]
 fn offsets_need_the_group_in_the_transaction() {
     let mut m = machine();
     let mut pid = 1;

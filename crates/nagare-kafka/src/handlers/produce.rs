@@ -242,6 +242,15 @@ async fn produce_partition(
             return Outcome::error(error, why);
         }
     }
+    // A transaction is acknowledged by its commit, and the coordinator fsyncs the
+    // transaction's partitions before deciding it (a crash before that aborts it): its
+    // records need no fsync of their own, even with acks=all.
+    let ack = if ack == AckLevel::Durable && headers.iter().flatten().any(|h| h.is_transactional())
+    {
+        AckLevel::Leader
+    } else {
+        ack
+    };
     // The log rewrites base offsets in place, so each batch needs its own buffer.
     let batches = ranges
         .into_iter()

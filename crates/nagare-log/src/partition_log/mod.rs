@@ -114,6 +114,9 @@ pub struct PartitionLog {
     rolls: roll_settings::RollSettings,
     /// Open transactions (see `txn`).
     txn: Mutex<txn::TxnState>,
+    /// The last shutdown left the clean-shutdown marker: nothing acknowledged without an
+    /// fsync can have been lost since.
+    opened_clean: bool,
 }
 
 struct Writer {
@@ -179,6 +182,13 @@ impl PartitionLog {
     pub fn log_end_offset(&self) -> i64 {
         self.published().end_offset
     }
+    /// Whether the previous process closed this log cleanly (its clean-shutdown marker was
+    /// there when it was opened). After a crash, records acknowledged without an fsync may
+    /// be gone.
+    pub fn opened_clean(&self) -> bool {
+        self.opened_clean
+    }
+
     /// Offset up to which (exclusive) appended bytes are known to be fsynced.
     pub fn flushed_offset(&self) -> i64 {
         self.flushed.load(Ordering::Acquire)

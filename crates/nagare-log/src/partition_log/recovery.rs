@@ -129,9 +129,6 @@ impl PartitionLog {
         if clean {
             io.storage.remove_file(&marker).map_err(io_err(&marker))?;
         }
-        if !fresh {
-            io.sync_dir(dir).map_err(io_err(dir))?;
-        }
         // Without a usable checkpoint (a log written before transactions were
         // tracked), open transactions are looked for from what recovery rescans.
         let fallback = if clean {
@@ -140,6 +137,11 @@ impl PartitionLog {
             recovery_point.min(active.base)
         };
         let txn = super::txn::recover_transactions(&io, dir, &segments, end_offset, fallback)?;
+        // After the rescan, which may create or remove `.txnindex` files: their names are
+        // durable with the repairs and the removed clean-shutdown marker.
+        if !fresh {
+            io.sync_dir(dir).map_err(io_err(dir))?;
+        }
         let published = Published {
             end_offset,
             active_base: active.base,
@@ -148,6 +150,7 @@ impl PartitionLog {
         };
         let rolls = super::roll_settings::RollSettings::new(&config);
         Ok(PartitionLog {
+            opened_clean: clean,
             dir: dir.to_path_buf(),
             config,
             rolls,

@@ -63,10 +63,11 @@ impl PartitionLog {
                 .map_err(io_err(&seg.log_path))?;
             // Every segment before the active one is now fsynced: after a roll, move the
             // recovery point so an unclean restart checks only from here.
-            if seg.base > self.recovery_point.load(Ordering::Acquire) {
-                // The open transactions as of that base, before the recovery point that
-                // makes an unclean restart rescan only from there.
-                self.checkpoint_transactions_at(seg.base)?;
+            // The open transactions as of that base, before the recovery point that
+            // makes an unclean restart rescan only from there.
+            if seg.base > self.recovery_point.load(Ordering::Acquire)
+                && self.checkpoint_transactions_at(seg.base)?
+            {
                 self.write_offset_file(RECOVERY_POINT_FILE, seg.base)?;
                 self.recovery_point.store(seg.base, Ordering::Release);
             }

@@ -151,8 +151,11 @@ impl PartitionLog {
         state.snapshots.push((base, ongoing));
     }
 
-    /// The recovery point reached `base`: writes the snapshot taken for it, if any.
-    pub(super) fn checkpoint_transactions_at(&self, base: i64) -> Result<(), LogError> {
+    /// The recovery point may move to `base`: writes the snapshot taken for it. `false`
+    /// when there is none and no checkpoint at or past `base` (the recovery point must
+    /// then stay where it is: the next recovery would start at `base` knowing no open
+    /// transaction).
+    pub(super) fn checkpoint_transactions_at(&self, base: i64) -> Result<bool, LogError> {
         let snapshot = {
             let mut state = self.txn.lock();
             let found = state
@@ -164,8 +167,10 @@ impl PartitionLog {
             found
         };
         match snapshot {
-            Some(ongoing) => write_checkpoint(&self.io, &self.dir, base, &ongoing),
-            None => Ok(()),
+            Some(ongoing) => write_checkpoint(&self.io, &self.dir, base, &ongoing).map(|()| true),
+            // After a clean open the checkpoint written at the close may be past `base`,
+            // which serves the next recovery just as well.
+            None => Ok(read_checkpoint(&self.io, &self.dir).is_some_and(|(at, _)| at >= base)),
         }
     }
 
@@ -233,6 +238,9 @@ pub(super) fn recover_transactions(
     let cleaned = crate::cleaner::checkpoint::first_dirty(io, dir);
     if cleaned <= end {
         state.ongoing.retain(|_, first| *first >= cleaned);
+        for (_, ongoing) in &mut state.snapshots {
+            ongoing.retain(|_, first| *first >= cleaned);
+        }
     }
     Ok(state)
 }
@@ -250,6 +258,12 @@ fn rescan(
     }
     let k = segs.partition_point(|s| s.base <= from).saturating_sub(1);
     for seg in &segs[k..] {
+        // The open transactions as of each rescanned segment's base: the checkpoint written
+        // when the recovery point moves there must hold them (a transaction open across the
+        // base would otherwise be forgotten by the next recovery, which starts there).
+        if seg.base >= from {
+            state.snapshots.push((seg.base, state.ongoing.clone()));
+        }
         let mut entries: Vec<AbortedTxnEntry> = seg
             .txns
             .read()
