@@ -31,6 +31,9 @@
 //! `NAGARE_CORE_SIM_SEEDS` sets the number of seeds (default 100) and
 //! `NAGARE_CORE_SIM_SEED` runs one.
 
+mod sim;
+
+use sim::{scratch, Rng};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Arc;
@@ -52,22 +55,6 @@ const QUEUE: &str = "jobs";
 const GROUP: &str = "readers";
 const ROUNDS: usize = 3;
 const OPS_PER_ROUND: usize = 40;
-
-/// splitmix64: the test's own choices, all following from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 /// What the test knows was acknowledged.
 #[derive(Default)]
@@ -96,16 +83,6 @@ impl QueueSink for Collect {
         self.0.lock().extend(d);
         false
     }
-}
-
-fn scratch() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(d) = tempfile::tempdir_in(shm) {
-            return d;
-        }
-    }
-    tempfile::tempdir().unwrap()
 }
 
 fn config(dir: &Path, sim: &Arc<SimFs>) -> BrokerConfig {
@@ -335,21 +312,10 @@ fn run_seed(seed: u64) {
 
 #[test]
 fn acknowledged_state_survives_power_cuts() {
-    let seeds: Vec<u64> = match std::env::var("NAGARE_CORE_SIM_SEED") {
-        Ok(s) => vec![s.parse().expect("NAGARE_CORE_SIM_SEED")],
-        Err(_) => {
-            let n = std::env::var("NAGARE_CORE_SIM_SEEDS")
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(100);
-            (0..n).collect()
-        }
-    };
-    for seed in seeds {
-        let result = std::panic::catch_unwind(|| run_seed(seed));
-        if let Err(e) = result {
-            eprintln!("power-loss simulation failed for seed {seed} (NAGARE_CORE_SIM_SEED={seed})");
-            std::panic::resume_unwind(e);
-        }
-    }
+    sim::for_each_seed(
+        "NAGARE_CORE_SIM_SEED",
+        "NAGARE_CORE_SIM_SEEDS",
+        100,
+        run_seed,
+    );
 }

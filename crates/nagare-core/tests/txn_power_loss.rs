@@ -17,6 +17,9 @@
 //! `NAGARE_TXN_SIM_SEEDS` sets the number of seeds (default 30) and `NAGARE_TXN_SIM_SEED`
 //! runs one.
 
+mod sim;
+
+use sim::{scratch, Rng};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -35,22 +38,6 @@ const TXN_ID: &str = "writer";
 const ROUNDS: usize = 3;
 const TXNS_PER_ROUND: usize = 4;
 
-/// splitmix64: the test's own choices, all following from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
 /// What the test knows was acknowledged.
 #[derive(Default)]
 struct Model {
@@ -60,16 +47,6 @@ struct Model {
     discarded: BTreeSet<Bytes>,
     /// The producer epoch of the transaction left open at the last power cut.
     open_epoch: Option<i16>,
-}
-
-fn scratch() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(d) = tempfile::tempdir_in(shm) {
-            return d;
-        }
-    }
-    tempfile::tempdir().unwrap()
 }
 
 fn config(dir: &Path, sim: &Arc<SimFs>) -> BrokerConfig {
@@ -265,21 +242,5 @@ fn run_seed(seed: u64) {
 
 #[test]
 fn committed_transactions_survive_power_cuts_and_open_ones_abort() {
-    let seeds: Vec<u64> = match std::env::var("NAGARE_TXN_SIM_SEED") {
-        Ok(s) => vec![s.parse().expect("NAGARE_TXN_SIM_SEED")],
-        Err(_) => {
-            let n = std::env::var("NAGARE_TXN_SIM_SEEDS")
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(30);
-            (0..n).collect()
-        }
-    };
-    for seed in seeds {
-        let result = std::panic::catch_unwind(|| run_seed(seed));
-        if let Err(e) = result {
-            eprintln!("transaction power-loss simulation failed for seed {seed} (NAGARE_TXN_SIM_SEED={seed})");
-            std::panic::resume_unwind(e);
-        }
-    }
+    sim::for_each_seed("NAGARE_TXN_SIM_SEED", "NAGARE_TXN_SIM_SEEDS", 30, run_seed);
 }
