@@ -229,6 +229,37 @@ impl GroupCoordinator {
         stored.stored().await.map_err(storage_error)
     }
 
+    /// ConsumerGroupHeartbeat (KIP-848); `topics` is every topic of the broker now.
+    pub fn consumer_heartbeat(
+        &self,
+        req: super::ConsumerHeartbeat,
+        topics: &super::TopicsSnapshot,
+    ) -> Result<super::ConsumerHeartbeatResponse, GroupError> {
+        self.with(false, |g, now| g.consumer_heartbeat(req, topics, now))
+            .0
+    }
+
+    /// ConsumerGroupDescribe of one group.
+    pub fn describe_consumer_group(
+        &self,
+        group_id: &str,
+    ) -> Result<super::ConsumerGroupDescription, GroupError> {
+        self.groups.lock().describe_consumer_group(group_id)
+    }
+
+    /// OffsetFetch v9+ member checks of a consumer group (see
+    /// [`Groups::check_consumer_member`]).
+    pub fn check_consumer_member(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        member_epoch: i32,
+    ) -> Result<(), GroupError> {
+        self.groups
+            .lock()
+            .check_consumer_member(group_id, member_id, member_epoch)
+    }
+
     pub fn list_groups(&self) -> Vec<GroupListing> {
         self.groups.lock().list_groups()
     }

@@ -147,6 +147,9 @@ impl Group {
         if self.state == GroupState::Dead {
             return Err(GroupError::CoordinatorNotAvailable);
         }
+        if let Some(checked) = self.check_consumer_commit(&req.member_id, req.generation) {
+            return checked;
+        }
         if req.generation < 0 && self.state == GroupState::Empty {
             return Ok(());
         }
@@ -171,6 +174,11 @@ impl Group {
             .values()
             .flat_map(|m| &m.protocols)
             .flat_map(|p| p.topics.iter().cloned())
+            .chain(
+                self.consumer
+                    .iter()
+                    .flat_map(|c| c.subscribed_topic_names()),
+            )
             .collect()
     }
 }

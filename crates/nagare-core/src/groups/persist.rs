@@ -24,6 +24,8 @@ pub enum PersistOp {
         generation: i32,
         protocol_type: Option<String>,
         protocol_name: Option<String>,
+        /// A consumer-protocol (KIP-848) group; `generation` is its group epoch.
+        consumer: bool,
     },
     /// A committed offset, or its deletion.
     Offset {
@@ -56,6 +58,13 @@ struct GroupValue {
     generation: i32,
     protocol_type: Option<String>,
     protocol_name: Option<String>,
+    /// Absent in logs written before consumer-protocol groups existed.
+    #[serde(default, skip_serializing_if = "is_false")]
+    consumer: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn json(v: &impl Serialize) -> Option<Bytes> {
@@ -90,11 +99,13 @@ impl PersistOp {
                 generation,
                 protocol_type,
                 protocol_name,
+                consumer,
                 ..
             } => json(&GroupValue {
                 generation: *generation,
                 protocol_type: protocol_type.clone(),
                 protocol_name: protocol_name.clone(),
+                consumer: *consumer,
             }),
             PersistOp::Offset { value, .. } => value.as_ref().and_then(json),
             PersistOp::GroupDeleted { .. } => None,
@@ -120,6 +131,7 @@ impl PersistOp {
                         generation: v.generation,
                         protocol_type: v.protocol_type,
                         protocol_name: v.protocol_name,
+                        consumer: v.consumer,
                     }
                 }
             },
@@ -189,6 +201,7 @@ impl InternalOp for PersistOp {
                 generation,
                 protocol_type,
                 protocol_name,
+                consumer,
             } => {
                 state.groups.insert(
                     group,
@@ -196,6 +209,7 @@ impl InternalOp for PersistOp {
                         generation,
                         protocol_type,
                         protocol_name,
+                        consumer,
                     },
                 );
             }
@@ -239,6 +253,7 @@ impl InternalOp for PersistOp {
             generation: v.generation,
             protocol_type: v.protocol_type.clone(),
             protocol_name: v.protocol_name.clone(),
+            consumer: v.consumer,
         });
         let offsets = state.offsets.iter().flat_map(|(group, offsets)| {
             offsets
@@ -263,6 +278,7 @@ impl Groups {
                 group,
                 generation,
                 protocol_type,
+                consumer,
                 ..
             } => {
                 let g = self
@@ -272,6 +288,9 @@ impl Groups {
                 g.generation = generation;
                 g.protocol_type = protocol_type;
                 g.state = GroupState::Empty;
+                // Members of a consumer group rejoin with epoch 0 after a restart; the
+                // epoch keeps counting up from the stored one.
+                g.consumer = consumer.then(|| super::ConsumerGroup::new(generation));
             }
             PersistOp::Offset {
                 group,
