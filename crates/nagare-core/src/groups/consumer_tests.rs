@@ -257,3 +257,33 @@ fn empty_classic_group_upgrades_and_downgrades() {
     assert_eq!(gs.group(G).unwrap().group_type(), "classic");
     let _ = BTreeMap::<i32, i32>::new();
 }
+
+#[test]
+fn members_survive_a_restart_and_go_on_with_their_partitions() {
+    let t = topics(&[("t", 2)]);
+    let mut gs = Groups::new(GroupConfig::default());
+    let a = gs.consumer_heartbeat(join("a", &["t"]), &t, 0).unwrap();
+    let owned = a.assignment.unwrap();
+    gs.consumer_heartbeat(join("b", &["t"]), &t, 0).unwrap();
+    gs.consumer_heartbeat(beat("b", -1, None), &t, 0).unwrap();
+    // Through the log's compaction (last value per key), as on open.
+    let mut stored = StoredGroups::default();
+    for op in gs.drain_outbox() {
+        crate::internal_log::InternalOp::apply(op, &mut stored);
+    }
+    let mut restored = Groups::new(GroupConfig::default());
+    for op in <PersistOp as crate::internal_log::InternalOp>::snapshot(&stored) {
+        restored.apply(op);
+    }
+    restored.after_replay();
+    let d = restored.describe_consumer_group(G).unwrap();
+    assert_eq!(d.members.len(), 1, "b left before the restart");
+    let again = restored
+        .consumer_heartbeat(beat("a", a.member_epoch, Some(&owned)), &t, 10)
+        .unwrap();
+    assert!(again.member_epoch > a.member_epoch);
+    assert_eq!(again.assignment.unwrap(), owned);
+    // A member that never comes back expires.
+    restored.tick(10 + GroupConfig::default().consumer_session_timeout_ms);
+    assert_eq!(restored.describe_consumer_group(G).unwrap().state, "Empty");
+}

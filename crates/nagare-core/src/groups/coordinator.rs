@@ -60,6 +60,7 @@ impl GroupCoordinator {
         for op in PersistOp::snapshot(&stored) {
             groups.apply(op);
         }
+        groups.after_replay();
         tracing::info!(groups = groups.groups.len(), "group coordinator loaded");
         let coordinator = Arc::new(GroupCoordinator {
             groups: Mutex::new(groups),

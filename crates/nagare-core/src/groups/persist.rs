@@ -36,6 +36,36 @@ pub enum PersistOp {
     },
     /// The group was deleted.
     GroupDeleted { group: String },
+    /// A member of a consumer-protocol group (KIP-848), or its removal: kept so that
+    /// members go on across a restart, as Kafka keeps them in `__consumer_offsets`.
+    ConsumerMember {
+        group: String,
+        member: String,
+        value: Option<StoredMember>,
+    },
+}
+
+/// What is stored of a consumer-protocol member.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredMember {
+    pub epoch: i32,
+    #[serde(default)]
+    pub instance_id: Option<String>,
+    #[serde(default)]
+    pub client_id: String,
+    #[serde(default)]
+    pub client_host: String,
+    #[serde(default)]
+    pub subscribed_topic_names: Vec<String>,
+    #[serde(default)]
+    pub subscribed_topic_regex: Option<String>,
+    #[serde(default)]
+    pub server_assignor: Option<String>,
+    pub rebalance_timeout_ms: u64,
+    /// Partitions by topic it owns, and those it was revoking.
+    pub assigned: BTreeMap<String, Vec<i32>>,
+    #[serde(default)]
+    pub pending_revocation: BTreeMap<String, Vec<i32>>,
 }
 
 /// Record keys: JSON objects tagged with their kind, so keys of different kinds never
@@ -50,6 +80,10 @@ enum Key {
         group: String,
         topic: String,
         partition: i32,
+    },
+    Member {
+        group: String,
+        member: String,
     },
 }
 
@@ -88,6 +122,10 @@ impl PersistOp {
                 topic: topic.clone(),
                 partition: *partition,
             },
+            PersistOp::ConsumerMember { group, member, .. } => Key::Member {
+                group: group.clone(),
+                member: member.clone(),
+            },
         };
         json(&key)
     }
@@ -108,6 +146,7 @@ impl PersistOp {
                 consumer: *consumer,
             }),
             PersistOp::Offset { value, .. } => value.as_ref().and_then(json),
+            PersistOp::ConsumerMember { value, .. } => value.as_ref().and_then(json),
             PersistOp::GroupDeleted { .. } => None,
         };
         NewRecord {
@@ -148,6 +187,14 @@ impl PersistOp {
                     Some(v) => Some(serde_json::from_slice(v).ok()?),
                 },
             },
+            Key::Member { group, member } => PersistOp::ConsumerMember {
+                group,
+                member,
+                value: match &r.value {
+                    None => None,
+                    Some(v) => Some(serde_json::from_slice(v).ok()?),
+                },
+            },
         })
     }
 }
@@ -159,6 +206,7 @@ impl PersistOp {
 pub struct StoredGroups {
     groups: BTreeMap<String, GroupValue>,
     offsets: BTreeMap<String, BTreeMap<(String, i32), CommittedOffset>>,
+    members: BTreeMap<String, BTreeMap<String, StoredMember>>,
 }
 
 impl InternalOp for PersistOp {
@@ -238,11 +286,31 @@ impl InternalOp for PersistOp {
                     }
                 }
             }
+            PersistOp::ConsumerMember {
+                group,
+                member,
+                value: Some(v),
+            } => {
+                state.members.entry(group).or_default().insert(member, v);
+            }
+            PersistOp::ConsumerMember {
+                group,
+                member,
+                value: None,
+            } => {
+                if let Some(m) = state.members.get_mut(&group) {
+                    m.remove(&member);
+                    if m.is_empty() {
+                        state.members.remove(&group);
+                    }
+                }
+            }
             PersistOp::GroupDeleted { group } => {
                 state.groups.remove(&group);
                 // Only for logs of earlier versions (see `replay`): today every offset
                 // of the group was deleted by its own tombstone before.
                 state.offsets.remove(&group);
+                state.members.remove(&group);
             }
         }
     }
@@ -265,7 +333,16 @@ impl InternalOp for PersistOp {
                     value: Some(value.clone()),
                 })
         });
-        groups.chain(offsets).collect()
+        let members = state.members.iter().flat_map(|(group, members)| {
+            members
+                .iter()
+                .map(move |(member, v)| PersistOp::ConsumerMember {
+                    group: group.clone(),
+                    member: member.clone(),
+                    value: Some(v.clone()),
+                })
+        });
+        groups.chain(offsets).chain(members).collect()
     }
 }
 
@@ -290,7 +367,14 @@ impl Groups {
                 g.state = GroupState::Empty;
                 // Members of a consumer group rejoin with epoch 0 after a restart; the
                 // epoch keeps counting up from the stored one.
-                g.consumer = consumer.then(|| super::ConsumerGroup::new(generation));
+                if !consumer {
+                    g.consumer = None;
+                } else if let Some(cg) = g.consumer.as_mut() {
+                    cg.group_epoch = generation;
+                    cg.assignment_epoch = generation;
+                } else {
+                    g.consumer = Some(super::ConsumerGroup::new(generation));
+                }
             }
             PersistOp::Offset {
                 group,
@@ -313,6 +397,27 @@ impl Groups {
             },
             PersistOp::GroupDeleted { group } => {
                 self.groups.remove(&group);
+            }
+            PersistOp::ConsumerMember {
+                group,
+                member,
+                value,
+            } => {
+                let g = self
+                    .groups
+                    .entry(group.clone())
+                    .or_insert_with(|| Group::new(&group));
+                let epoch = g.generation;
+                let cg = g
+                    .consumer
+                    .get_or_insert_with(|| super::ConsumerGroup::new(epoch));
+                match value {
+                    Some(v) => super::consumer_heartbeat::restore_member(cg, &member, v),
+                    None => {
+                        cg.members.remove(&member);
+                    }
+                }
+                g.sync_consumer_state();
             }
         }
     }
