@@ -30,9 +30,10 @@ pub(crate) const HANDLER: Handler = Handler {
     call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
-/// Every topic of the broker, by name.
+/// Every topic of the broker, by name, internal ones (`__consumer_offsets`...) too: as
+/// in Kafka, a regex subscription may match them.
 pub(crate) fn topics_snapshot(broker: &Broker) -> TopicsSnapshot {
-    broker
+    let mut topics: TopicsSnapshot = broker
         .list_topics()
         .iter()
         .map(|t| {
@@ -44,7 +45,17 @@ pub(crate) fn topics_snapshot(broker: &Broker) -> TopicsSnapshot {
                 },
             )
         })
-        .collect()
+        .collect();
+    for t in crate::internal_topics::all(broker) {
+        topics.insert(
+            t.name.to_string(),
+            TopicMeta {
+                id: t.id,
+                partitions: 1,
+            },
+        );
+    }
+    topics
 }
 
 async fn handle(
