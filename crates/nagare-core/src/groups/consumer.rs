@@ -54,6 +54,9 @@ pub struct ConsumerMember {
     pub assigned: Assignment,
     /// What it was asked to give up and has not yet confirmed.
     pub pending_revocation: Assignment,
+    /// The epoch at which each partition of `assigned` was given to it (KIP-1251: a
+    /// commit with an older member epoch is fine for partitions owned since then).
+    pub(crate) partition_epochs: BTreeMap<(String, i32), i32>,
     pub(crate) last_heartbeat_ms: u64,
     /// When a member that must revoke partitions is fenced if it has not.
     pub(crate) revoke_deadline_ms: Option<u64>,
@@ -63,6 +66,22 @@ pub struct ConsumerMember {
 }
 
 impl ConsumerMember {
+    /// Whether it owns `(topic, partition)` and has since `epoch` or earlier.
+    pub(crate) fn owned_since(&self, topic: &str, partition: i32, epoch: i32) -> bool {
+        has(&self.assigned, topic, partition)
+            && self
+                .partition_epochs
+                .get(&(topic.to_string(), partition))
+                .is_some_and(|e| *e <= epoch)
+    }
+
+    /// Forgets the epochs of partitions it no longer owns.
+    fn trim_partition_epochs(&mut self) {
+        let assigned = &self.assigned;
+        self.partition_epochs
+            .retain(|(t, p), _| has(assigned, t, *p));
+    }
+
     pub(crate) fn new(member_id: &str, now: u64) -> ConsumerMember {
         ConsumerMember {
             member_id: member_id.to_string(),
@@ -79,6 +98,7 @@ impl ConsumerMember {
             rebalance_timeout_ms: 300_000,
             assigned: Assignment::new(),
             pending_revocation: Assignment::new(),
+            partition_epochs: BTreeMap::new(),
             last_heartbeat_ms: now,
             revoke_deadline_ms: None,
             left_static: false,
@@ -159,6 +179,7 @@ impl ConsumerGroup {
                 if !is_empty(&revoke) {
                     m.assigned = keep;
                     merge(&mut m.pending_revocation, &revoke);
+                    m.trim_partition_epochs();
                 }
                 self.members.insert(member_id.to_string(), m);
                 return;
@@ -175,6 +196,7 @@ impl ConsumerGroup {
         if !is_empty(&revoke) {
             m.assigned = keep;
             m.pending_revocation = revoke;
+            m.trim_partition_epochs();
             m.state = MemberState::UnrevokedPartitions;
             m.revoke_deadline_ms = Some(now + m.rebalance_timeout_ms);
             self.members.insert(member_id.to_string(), m);
@@ -190,6 +212,7 @@ impl ConsumerGroup {
                     unreleased = true;
                 } else {
                     m.assigned.entry(topic.clone()).or_default().insert(p);
+                    m.partition_epochs.insert((topic.clone(), p), epoch);
                 }
             }
         }

@@ -378,6 +378,7 @@ fn join_member(
             // Rejoining after being fenced: it gave up everything it owned.
             m.assigned.clear();
             m.pending_revocation.clear();
+            m.partition_epochs.clear();
             m.state = MemberState::Stable;
             m.member_epoch = 0;
             m.previous_member_epoch = 0;
@@ -599,9 +600,21 @@ impl Group {
         }
         Some(match cg.members.get(member_id) {
             None => Err(GroupError::UnknownMemberId),
-            Some(m) if m.member_epoch != epoch => Err(GroupError::StaleMemberEpoch),
+            // Older epochs are checked per partition (KIP-1251, Kafka 4.3).
+            Some(m) if epoch > m.member_epoch || epoch < 0 => Err(GroupError::StaleMemberEpoch),
             Some(_) => Ok(()),
         })
+    }
+
+    /// The member when `epoch` is older than its current one: each committed partition
+    /// must then have been owned by it since that epoch (see [`ConsumerMember::owned_since`]).
+    pub(crate) fn consumer_commit_needs_partition_check(
+        &self,
+        member_id: &str,
+        epoch: i32,
+    ) -> Option<ConsumerMember> {
+        let m = self.consumer.as_ref()?.members.get(member_id)?;
+        (epoch >= 0 && epoch < m.member_epoch).then(|| m.clone())
     }
 }
 
@@ -665,6 +678,11 @@ pub(crate) fn restore_member(cg: &mut ConsumerGroup, member_id: &str, v: StoredM
     m.rebalance_timeout_ms = v.rebalance_timeout_ms;
     m.assigned = unflat(v.assigned);
     m.pending_revocation = unflat(v.pending_revocation);
+    m.partition_epochs = m
+        .assigned
+        .iter()
+        .flat_map(|(t, ps)| ps.iter().map(move |p| ((t.clone(), *p), v.epoch)))
+        .collect();
     if !super::consumer::is_empty(&m.pending_revocation) {
         m.state = MemberState::UnrevokedPartitions;
     }

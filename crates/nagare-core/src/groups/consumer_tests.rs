@@ -135,11 +135,16 @@ fn fencing_and_unknown_members() {
         }],
         ..OffsetCommitRequest::default()
     };
+    // An older epoch is checked per partition (KIP-1251): t-0 came with epoch 1.
     assert_eq!(
         gs.commit_offsets(commit(0), 0, 0),
+        Ok(vec![Err(GroupError::StaleMemberEpoch)])
+    );
+    assert_eq!(
+        gs.commit_offsets(commit(2), 0, 0),
         Err(GroupError::StaleMemberEpoch)
     );
-    assert!(gs.commit_offsets(commit(1), 0, 0).is_ok());
+    assert_eq!(gs.commit_offsets(commit(1), 0, 0), Ok(vec![Ok(())]));
 }
 
 #[test]
@@ -286,4 +291,44 @@ fn members_survive_a_restart_and_go_on_with_their_partitions() {
     // A member that never comes back expires.
     restored.tick(10 + GroupConfig::default().consumer_session_timeout_ms);
     assert_eq!(restored.describe_consumer_group(G).unwrap().state, "Empty");
+}
+
+#[test]
+fn a_commit_with_an_older_epoch_is_fine_for_partitions_owned_since() {
+    let t = topics(&[("t", 2)]);
+    let mut gs = Groups::new(GroupConfig::default());
+    let a = gs.consumer_heartbeat(join("a", &["t"]), &t, 0).unwrap();
+    assert_eq!(a.member_epoch, 1);
+    gs.consumer_heartbeat(join("b", &["t"]), &t, 0).unwrap();
+    let kept = gs
+        .consumer_heartbeat(beat("a", 1, None), &t, 0)
+        .unwrap()
+        .assignment
+        .unwrap();
+    let a = gs
+        .consumer_heartbeat(beat("a", 1, Some(&kept)), &t, 0)
+        .unwrap();
+    assert_eq!(a.member_epoch, 2);
+    let (kept_p, gone_p) = if kept["t"].contains(&0) {
+        (0, 1)
+    } else {
+        (1, 0)
+    };
+    let commit = |p| OffsetCommitRequest {
+        group_id: G.into(),
+        member_id: "a".into(),
+        generation: 1,
+        offsets: vec![OffsetCommit {
+            topic: "t".into(),
+            partition: p,
+            offset: 1,
+            ..OffsetCommit::default()
+        }],
+        ..OffsetCommitRequest::default()
+    };
+    assert_eq!(gs.commit_offsets(commit(kept_p), 0, 0), Ok(vec![Ok(())]));
+    assert_eq!(
+        gs.commit_offsets(commit(gone_p), 0, 0),
+        Ok(vec![Err(GroupError::StaleMemberEpoch)])
+    );
 }
