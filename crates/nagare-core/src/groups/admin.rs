@@ -104,6 +104,19 @@ impl Groups {
                         Bytes::new()
                     },
                 })
+                // Consumer-protocol members, without classic metadata or assignment bytes
+                // (ConsumerGroupDescribe has their assignments): counted by the operator
+                // views.
+                .chain(g.consumer.iter().flat_map(|c| c.members.values()).map(|m| {
+                    MemberDescription {
+                        member_id: m.member_id.clone(),
+                        group_instance_id: m.instance_id.clone(),
+                        client_id: m.client_id.clone(),
+                        client_host: m.client_host.clone(),
+                        metadata: Bytes::new(),
+                        assignment: Bytes::new(),
+                    }
+                }))
                 .collect(),
             group_type: g.group_type(),
         }
