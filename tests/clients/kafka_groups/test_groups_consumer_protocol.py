@@ -244,3 +244,24 @@ def test_confluent_consumers_with_the_consumer_protocol(nagare):
     finally:
         for c in consumers:
             c.close()
+
+
+def test_java_member_gets_partitions_added_while_it_runs(nagare, tmp_path):
+    """CreatePartitions on a subscribed topic: the next heartbeat sees the new metadata
+    and the group moves to an epoch that assigns the new partitions."""
+    from confluent_kafka.admin import NewPartitions
+
+    topic, group = "kip848-grow", "k8g-" + uuid.uuid4().hex
+    create_topic(nagare.kafka, topic, 2)
+    a = JavaMember(nagare.kafka, topic, group, tmp_path)
+    try:
+        wait_for(lambda: a.assignment()[0] == 2, "2 partitions", members=[a])
+        admin = AdminClient({"bootstrap.servers": nagare.kafka})
+        for f in admin.create_partitions([NewPartitions(topic, 4)]).values():
+            f.result(timeout=10)
+        wait_for(lambda: a.assignment()[0] == 4, "4 partitions", members=[a])
+        produce(nagare.kafka, topic, 40, partitions=4)
+        wait_for(lambda: len(a.values()) >= 40, "40 records", members=[a])
+        assert {ln.split(" ")[2] for ln in a.snapshot() if ln.startswith("record ")} == {"0", "1", "2", "3"}
+    finally:
+        a.kill()

@@ -332,3 +332,27 @@ fn a_commit_with_an_older_epoch_is_fine_for_partitions_owned_since() {
         Ok(vec![Err(GroupError::StaleMemberEpoch)])
     );
 }
+
+#[test]
+fn a_deleted_topic_leaves_the_assignment() {
+    let mut t = topics(&[("t", 1), ("u", 1)]);
+    let mut gs = Groups::new(GroupConfig::default());
+    let a = gs.consumer_heartbeat(join("a", &["t", "u"]), &t, 0).unwrap();
+    let owned = a.assignment.unwrap();
+    assert_eq!(parts(&owned), 2);
+    t.remove("u");
+    // The member no longer reports u (its client dropped it with the topic).
+    let mut still = owned.clone();
+    still.remove("u");
+    let a = gs
+        .consumer_heartbeat(beat("a", 1, Some(&still)), &t, 10)
+        .unwrap();
+    let a = if a.member_epoch == 1 {
+        gs.consumer_heartbeat(beat("a", 1, Some(&still)), &t, 20)
+            .unwrap()
+    } else {
+        a
+    };
+    assert_eq!(a.member_epoch, 2);
+    assert_eq!(a.assignment.unwrap(), still);
+}
