@@ -265,3 +265,35 @@ def test_java_member_gets_partitions_added_while_it_runs(nagare, tmp_path):
         assert {ln.split(" ")[2] for ln in a.snapshot() if ln.startswith("record ")} == {"0", "1", "2", "3"}
     finally:
         a.kill()
+
+
+def test_confluent_regex_subscription_follows_a_new_topic(nagare):
+    """librdkafka sends `^...` subscriptions as SubscribedTopicRegex under the consumer
+    protocol: the broker resolves them, topics created later included."""
+    create_topic(nagare.kafka, "k848rd-a", 2)
+    produce(nagare.kafka, "k848rd-a", 10, partitions=2)
+    c = Consumer({"bootstrap.servers": nagare.kafka, "group.id": "k8rd-" + uuid.uuid4().hex,
+                  "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+    got = []
+
+    def poll_until(n, timeout):
+        deadline = time.time() + timeout
+        while time.time() < deadline and len(got) < n:
+            m = c.poll(0.1)
+            if m is not None and m.error() is None:
+                got.append((m.topic(), int(m.value())))
+
+    try:
+        c.subscribe(["^k848rd-.*"])
+        poll_until(10, 30)
+        create_topic(nagare.kafka, "k848rd-b", 1)
+        create_topic(nagare.kafka, "x-k848rd-c", 1)
+        produce(nagare.kafka, "k848rd-b", 5)
+        produce(nagare.kafka, "x-k848rd-c", 5)
+        poll_until(15, 40)
+        time.sleep(0.5)
+        poll_until(16, 1)
+        assert sorted(got) == sorted([("k848rd-a", i) for i in range(10)]
+                                     + [("k848rd-b", i) for i in range(5)])
+    finally:
+        c.close()
