@@ -337,7 +337,9 @@ fn a_commit_with_an_older_epoch_is_fine_for_partitions_owned_since() {
 fn a_deleted_topic_leaves_the_assignment() {
     let mut t = topics(&[("t", 1), ("u", 1)]);
     let mut gs = Groups::new(GroupConfig::default());
-    let a = gs.consumer_heartbeat(join("a", &["t", "u"]), &t, 0).unwrap();
+    let a = gs
+        .consumer_heartbeat(join("a", &["t", "u"]), &t, 0)
+        .unwrap();
     let owned = a.assignment.unwrap();
     assert_eq!(parts(&owned), 2);
     t.remove("u");
