@@ -1,4 +1,5 @@
-//! Consumer groups (Kafka's classic group protocol) and committed offsets.
+//! Consumer groups (Kafka's classic group protocol and KIP-848's consumer protocol) and
+//! committed offsets.
 //!
 //! [`Groups`] is a pure state machine: every transition takes the current time in
 //! milliseconds, so it is unit-tested without timers. A JoinGroup or SyncGroup that must
@@ -12,6 +13,11 @@
 //! Transitions, one file per family: `join` (JoinGroup, rebalance completion), `sync`
 //! (SyncGroup), `heartbeat` (Heartbeat, LeaveGroup, session expiry), `offsets`
 //! (OffsetCommit/Fetch/Delete), and `admin` (List/Describe/DeleteGroups).
+//!
+//! Groups of the consumer protocol (KIP-848) are the same [`Group`]s with a
+//! [`ConsumerGroup`] part: `consumer` (state, reconciliation), `consumer_heartbeat`
+//! (ConsumerGroupHeartbeat/Describe, expiry), `consumer_persist` (members in the log) and
+//! `assignor` (uniform, range). Committed offsets are shared by both protocols.
 
 mod admin;
 #[cfg(test)]
@@ -19,6 +25,7 @@ mod admin_tests;
 mod assignor;
 mod consumer;
 mod consumer_heartbeat;
+mod consumer_persist;
 #[cfg(test)]
 mod consumer_tests;
 mod coordinator;

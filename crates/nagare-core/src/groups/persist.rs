@@ -412,7 +412,7 @@ impl Groups {
                     .consumer
                     .get_or_insert_with(|| super::ConsumerGroup::new(epoch));
                 match value {
-                    Some(v) => super::consumer_heartbeat::restore_member(cg, &member, v),
+                    Some(v) => super::consumer_persist::restore_member(cg, &member, v),
                     None => {
                         cg.members.remove(&member);
                     }
