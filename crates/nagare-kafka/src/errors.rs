@@ -84,6 +84,12 @@ pub fn group_error(e: &GroupError) -> ResponseError {
         GroupError::UnknownTopicOrPartition => ResponseError::UnknownTopicOrPartition,
         GroupError::OffsetMetadataTooLarge(_) => ResponseError::OffsetMetadataTooLarge,
         GroupError::GroupSubscribedToTopic => ResponseError::GroupSubscribedToTopic,
+        GroupError::FencedMemberEpoch => ResponseError::FencedMemberEpoch,
+        GroupError::StaleMemberEpoch => ResponseError::StaleMemberEpoch,
+        GroupError::UnreleasedInstanceId => ResponseError::UnreleasedInstanceId,
+        GroupError::UnsupportedAssignor(_) => ResponseError::UnsupportedAssignor,
+        GroupError::InvalidRegularExpression(_) => ResponseError::InvalidRegularExpression,
+        GroupError::InvalidRequest(_) => ResponseError::InvalidRequest,
     }
 }
 

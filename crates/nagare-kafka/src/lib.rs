@@ -59,6 +59,12 @@ pub struct Config {
     /// Session timeouts clients may ask for (Kafka's `group.min/max.session.timeout.ms`).
     pub group_min_session_timeout_ms: u64,
     pub group_max_session_timeout_ms: u64,
+    /// Consumer-protocol (KIP-848) members not heard from for this long are removed
+    /// (Kafka's `group.consumer.session.timeout.ms`).
+    pub group_consumer_session_timeout_ms: u64,
+    /// How often consumer-protocol members heartbeat (Kafka's
+    /// `group.consumer.heartbeat.interval.ms`); it bounds how fast they rebalance.
+    pub group_consumer_heartbeat_interval_ms: u64,
     /// Longest `transaction.timeout.ms` a producer may ask for in InitProducerId
     /// (Kafka's `transaction.max.timeout.ms`; INVALID_TRANSACTION_TIMEOUT beyond it).
     pub transaction_max_timeout_ms: i32,
@@ -78,6 +84,10 @@ impl Config {
             initial_rebalance_delay_ms: self.group_initial_rebalance_delay_ms,
             min_session_timeout_ms: self.group_min_session_timeout_ms,
             max_session_timeout_ms: self.group_max_session_timeout_ms,
+            consumer_session_timeout_ms: self.group_consumer_session_timeout_ms.max(1),
+            consumer_heartbeat_interval_ms: self
+                .group_consumer_heartbeat_interval_ms
+                .clamp(1, i32::MAX as u64),
             ..Default::default()
         }
     }
@@ -104,6 +114,8 @@ impl Default for Config {
             group_initial_rebalance_delay_ms: 50,
             group_min_session_timeout_ms: 6_000,
             group_max_session_timeout_ms: 1_800_000,
+            group_consumer_session_timeout_ms: 45_000,
+            group_consumer_heartbeat_interval_ms: 5_000,
             transaction_max_timeout_ms: 900_000,
             transactional_id_expiration_ms: 7 * 24 * 3600 * 1000,
             transaction_partition_verification_enable: true,

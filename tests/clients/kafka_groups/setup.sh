@@ -10,10 +10,15 @@ if ! ls "$lib"/kafka-clients-*.jar >/dev/null 2>&1 || ! command -v kcat >/dev/nu
 fi
 ls "$lib"/kafka-clients-*.jar >/dev/null
 command -v kcat >/dev/null || { echo "kcat is missing" >&2; exit 1; }
-src="$here/java/src/nagare/GroupConsumer.java"
+srcs=("$here"/java/src/nagare/*.java)
 out="$here/java/classes"
-if [ ! -f "$out/nagare/GroupConsumer.class" ] || [ "$src" -nt "$out/nagare/GroupConsumer.class" ]; then
+stale=0
+for src in "${srcs[@]}"; do
+  cls="$out/nagare/$(basename "$src" .java).class"
+  if [ ! -f "$cls" ] || [ "$src" -nt "$cls" ]; then stale=1; fi
+done
+if [ "$stale" = 1 ]; then
   mkdir -p "$out"
-  javac -d "$out" -cp "$lib/*" "$src"
+  javac -d "$out" -cp "$lib/*" "${srcs[@]}"
 fi
 echo "kafka group client tests ready: $(ls "$lib"/kafka-clients-*.jar | xargs -n1 basename)"

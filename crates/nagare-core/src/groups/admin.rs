@@ -15,6 +15,10 @@ pub struct GroupListing {
     pub group_id: String,
     pub protocol_type: String,
     pub state: GroupState,
+    /// `classic` or `consumer` (KIP-848), as ListGroups v5 shows it.
+    pub group_type: &'static str,
+    /// Kafka's state name: a consumer group's own states (Assigning, Reconciling...).
+    pub state_name: &'static str,
 }
 
 /// A member as DescribeGroups shows it.
@@ -36,6 +40,9 @@ pub struct GroupDescription {
     pub protocol_type: String,
     pub protocol_name: String,
     pub members: Vec<MemberDescription>,
+    /// `classic`, or `consumer` for a KIP-848 group (whose members DescribeGroups does
+    /// not show: ConsumerGroupDescribe does).
+    pub group_type: &'static str,
 }
 
 impl Groups {
@@ -46,6 +53,11 @@ impl Groups {
                 group_id: g.id.clone(),
                 protocol_type: g.protocol_type.clone().unwrap_or_default(),
                 state: g.state,
+                group_type: g.group_type(),
+                state_name: g
+                    .consumer
+                    .as_ref()
+                    .map_or(g.state.as_str(), |c| c.state_name()),
             })
             .collect()
     }
@@ -58,6 +70,7 @@ impl Groups {
                 protocol_type: String::new(),
                 protocol_name: String::new(),
                 members: Vec::new(),
+                group_type: "classic",
             };
         };
         // As Kafka does: metadata and assignments only once they are settled.
@@ -91,7 +104,21 @@ impl Groups {
                         Bytes::new()
                     },
                 })
+                // Consumer-protocol members, without classic metadata or assignment bytes
+                // (ConsumerGroupDescribe has their assignments): counted by the operator
+                // views.
+                .chain(g.consumer.iter().flat_map(|c| c.members.values()).map(|m| {
+                    MemberDescription {
+                        member_id: m.member_id.clone(),
+                        group_instance_id: m.instance_id.clone(),
+                        client_id: m.client_id.clone(),
+                        client_host: m.client_host.clone(),
+                        metadata: Bytes::new(),
+                        assignment: Bytes::new(),
+                    }
+                }))
                 .collect(),
+            group_type: g.group_type(),
         }
     }
 

@@ -60,6 +60,7 @@ impl GroupCoordinator {
         for op in PersistOp::snapshot(&stored) {
             groups.apply(op);
         }
+        groups.after_replay();
         tracing::info!(groups = groups.groups.len(), "group coordinator loaded");
         let coordinator = Arc::new(GroupCoordinator {
             groups: Mutex::new(groups),
@@ -227,6 +228,37 @@ impl GroupCoordinator {
             g.commit_txn_offsets(group_id, offsets, crate::internal_log::now_ms())
         });
         stored.stored().await.map_err(storage_error)
+    }
+
+    /// ConsumerGroupHeartbeat (KIP-848); `topics` is every topic of the broker now.
+    pub fn consumer_heartbeat(
+        &self,
+        req: super::ConsumerHeartbeat,
+        topics: &super::TopicsSnapshot,
+    ) -> Result<super::ConsumerHeartbeatResponse, GroupError> {
+        self.with(false, |g, now| g.consumer_heartbeat(req, topics, now))
+            .0
+    }
+
+    /// ConsumerGroupDescribe of one group.
+    pub fn describe_consumer_group(
+        &self,
+        group_id: &str,
+    ) -> Result<super::ConsumerGroupDescription, GroupError> {
+        self.groups.lock().describe_consumer_group(group_id)
+    }
+
+    /// OffsetFetch v9+ member checks of a consumer group (see
+    /// [`Groups::check_consumer_member`]).
+    pub fn check_consumer_member(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        member_epoch: i32,
+    ) -> Result<(), GroupError> {
+        self.groups
+            .lock()
+            .check_consumer_member(group_id, member_id, member_epoch)
     }
 
     pub fn list_groups(&self) -> Vec<GroupListing> {

@@ -34,6 +34,18 @@ pub enum GroupError {
     OffsetMetadataTooLarge(usize),
     #[error("the group is subscribed to the topic")]
     GroupSubscribedToTopic,
+    #[error("fenced member epoch")]
+    FencedMemberEpoch,
+    #[error("stale member epoch")]
+    StaleMemberEpoch,
+    #[error("instance id still used by another member")]
+    UnreleasedInstanceId,
+    #[error("unsupported assignor {0:?}")]
+    UnsupportedAssignor(String),
+    #[error("invalid regular expression: {0}")]
+    InvalidRegularExpression(String),
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
     #[error("group state could not be stored: {0}")]
     Storage(String),
 }

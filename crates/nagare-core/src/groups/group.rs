@@ -188,6 +188,9 @@ pub struct Group {
     /// initial delay runs out, so members starting together land in one generation.
     pub(crate) initial_join: Option<InitialJoin>,
     pub(crate) offsets: BTreeMap<(String, i32), CommittedOffset>,
+    /// Set for a group of the consumer protocol (KIP-848); its members live there and
+    /// the classic member list stays empty.
+    pub(crate) consumer: Option<super::ConsumerGroup>,
     /// Persistence operations produced by the last transitions, drained by the driver.
     pub(crate) outbox: Vec<PersistOp>,
 }
@@ -214,6 +217,7 @@ impl Group {
             sync_deadline_ms: None,
             initial_join: None,
             offsets: BTreeMap::new(),
+            consumer: None,
             outbox: Vec::new(),
         }
     }
@@ -241,6 +245,18 @@ impl Group {
     }
     pub fn member(&self, id: &str) -> Option<&Member> {
         self.members.get(id)
+    }
+    /// The consumer-protocol state, for a KIP-848 group.
+    pub fn consumer(&self) -> Option<&super::ConsumerGroup> {
+        self.consumer.as_ref()
+    }
+    /// `consumer` for a KIP-848 group, else `classic`.
+    pub fn group_type(&self) -> &'static str {
+        if self.consumer.is_some() {
+            "consumer"
+        } else {
+            "classic"
+        }
     }
     pub fn offsets(&self) -> &BTreeMap<(String, i32), CommittedOffset> {
         &self.offsets
@@ -339,6 +355,7 @@ impl Group {
             generation: self.generation,
             protocol_type: self.protocol_type.clone(),
             protocol_name: self.protocol_name.clone(),
+            consumer: self.consumer.is_some(),
         });
     }
 

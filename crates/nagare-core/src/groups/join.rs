@@ -43,6 +43,18 @@ impl Group {
             let _ = reply.send(Err(GroupError::CoordinatorNotAvailable));
             return;
         }
+        if let Some(cg) = &self.consumer {
+            // A live consumer-protocol group takes no classic member (Kafka's online
+            // migration is not done here); an empty one goes back to the classic
+            // protocol, keeping its offsets (Kafka's downgrade of an empty group).
+            if !cg.members.is_empty() {
+                let _ = reply.send(Err(GroupError::InconsistentGroupProtocol));
+                return;
+            }
+            self.consumer = None;
+            self.protocol_type = None;
+            self.state = GroupState::Empty;
+        }
         let session = req.session_timeout_ms as i64;
         if session < config.min_session_timeout_ms as i64
             || session > config.max_session_timeout_ms as i64

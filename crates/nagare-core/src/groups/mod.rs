@@ -1,4 +1,5 @@
-//! Consumer groups (Kafka's classic group protocol) and committed offsets.
+//! Consumer groups (Kafka's classic group protocol and KIP-848's consumer protocol) and
+//! committed offsets.
 //!
 //! [`Groups`] is a pure state machine: every transition takes the current time in
 //! milliseconds, so it is unit-tested without timers. A JoinGroup or SyncGroup that must
@@ -12,10 +13,21 @@
 //! Transitions, one file per family: `join` (JoinGroup, rebalance completion), `sync`
 //! (SyncGroup), `heartbeat` (Heartbeat, LeaveGroup, session expiry), `offsets`
 //! (OffsetCommit/Fetch/Delete), and `admin` (List/Describe/DeleteGroups).
+//!
+//! Groups of the consumer protocol (KIP-848) are the same [`Group`]s with a
+//! [`ConsumerGroup`] part: `consumer` (state, reconciliation), `consumer_heartbeat`
+//! (ConsumerGroupHeartbeat/Describe, expiry), `consumer_persist` (members in the log) and
+//! `assignor` (uniform, range). Committed offsets are shared by both protocols.
 
 mod admin;
 #[cfg(test)]
 mod admin_tests;
+mod assignor;
+mod consumer;
+mod consumer_heartbeat;
+mod consumer_persist;
+#[cfg(test)]
+mod consumer_tests;
 mod coordinator;
 mod error;
 mod group;
@@ -34,6 +46,11 @@ use serde::{Deserialize, Serialize};
 
 pub use admin::{
     GroupDescription, GroupListing, MemberDescription, OffsetLag, ResetError, ResetTo,
+};
+pub use assignor::{Assignment, DEFAULT_ASSIGNOR};
+pub use consumer::{ConsumerGroup, ConsumerMember, MemberState, TopicMeta, TopicsSnapshot};
+pub use consumer_heartbeat::{
+    ConsumerGroupDescription, ConsumerHeartbeat, ConsumerHeartbeatResponse, RegexCache,
 };
 pub use coordinator::{CoordinatorBackground, GroupCoordinator, OFFSETS_LOG};
 pub use error::GroupError;
@@ -57,6 +74,13 @@ pub struct GroupConfig {
     pub max_session_timeout_ms: u64,
     /// Longest `metadata` string accepted with a committed offset.
     pub max_offset_metadata_bytes: usize,
+    /// Consumer-protocol (KIP-848) members not heard from for this long are removed
+    /// (Kafka's `group.consumer.session.timeout.ms`).
+    pub consumer_session_timeout_ms: u64,
+    /// How often consumer-protocol members heartbeat (Kafka's
+    /// `group.consumer.heartbeat.interval.ms`): also how soon a member learns of a new
+    /// assignment, so it bounds rebalance time.
+    pub consumer_heartbeat_interval_ms: u64,
 }
 
 impl Default for GroupConfig {
@@ -66,6 +90,8 @@ impl Default for GroupConfig {
             min_session_timeout_ms: 6_000,
             max_session_timeout_ms: 1_800_000,
             max_offset_metadata_bytes: 4096,
+            consumer_session_timeout_ms: 45_000,
+            consumer_heartbeat_interval_ms: 5_000,
         }
     }
 }
@@ -77,6 +103,8 @@ pub struct Groups {
     pub(crate) groups: BTreeMap<String, Group>,
     /// Changes of groups that no longer exist (their tombstones).
     pub(crate) outbox: Vec<PersistOp>,
+    /// Compiled subscription regexes of consumer-protocol members.
+    pub(crate) regexes: RegexCache,
 }
 
 impl Groups {
@@ -85,6 +113,7 @@ impl Groups {
             config,
             groups: BTreeMap::new(),
             outbox: Vec::new(),
+            regexes: RegexCache::default(),
         }
     }
 
@@ -101,6 +130,7 @@ impl Groups {
     pub fn tick(&mut self, now: u64) {
         for g in self.groups.values_mut() {
             g.expire(now, &self.config);
+            g.expire_consumers(now, &self.config);
         }
     }
 
@@ -108,7 +138,13 @@ impl Groups {
     pub fn next_deadline(&self) -> Option<u64> {
         self.groups
             .values()
-            .filter_map(|g| g.next_deadline(&self.config))
+            .flat_map(|g| {
+                [
+                    g.next_deadline(&self.config),
+                    g.next_consumer_deadline(&self.config),
+                ]
+            })
+            .flatten()
             .min()
     }
 

@@ -56,8 +56,17 @@ impl Groups {
             .get_mut(&req.group_id)
             .ok_or(GroupError::CoordinatorNotAvailable)?;
         g.check_commit(&req, now)?;
+        // A consumer-protocol member committing with an older epoch (KIP-1251): only
+        // partitions it has owned since that epoch or earlier.
+        let older_epoch = g.consumer_commit_needs_partition_check(&req.member_id, req.generation);
         let mut results = Vec::with_capacity(req.offsets.len());
         for o in req.offsets {
+            if let Some(m) = &older_epoch {
+                if !m.owned_since(&o.topic, o.partition, req.generation) {
+                    results.push(Err(GroupError::StaleMemberEpoch));
+                    continue;
+                }
+            }
             let metadata = o.metadata.unwrap_or_default();
             if metadata.len() > max_metadata {
                 results.push(Err(GroupError::OffsetMetadataTooLarge(metadata.len())));
@@ -147,6 +156,9 @@ impl Group {
         if self.state == GroupState::Dead {
             return Err(GroupError::CoordinatorNotAvailable);
         }
+        if let Some(checked) = self.check_consumer_commit(&req.member_id, req.generation) {
+            return checked;
+        }
         if req.generation < 0 && self.state == GroupState::Empty {
             return Ok(());
         }
@@ -171,6 +183,11 @@ impl Group {
             .values()
             .flat_map(|m| &m.protocols)
             .flat_map(|p| p.topics.iter().cloned())
+            .chain(
+                self.consumer
+                    .iter()
+                    .flat_map(|c| c.subscribed_topic_names()),
+            )
             .collect()
     }
 }

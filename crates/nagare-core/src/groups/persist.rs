@@ -24,6 +24,8 @@ pub enum PersistOp {
         generation: i32,
         protocol_type: Option<String>,
         protocol_name: Option<String>,
+        /// A consumer-protocol (KIP-848) group; `generation` is its group epoch.
+        consumer: bool,
     },
     /// A committed offset, or its deletion.
     Offset {
@@ -34,6 +36,36 @@ pub enum PersistOp {
     },
     /// The group was deleted.
     GroupDeleted { group: String },
+    /// A member of a consumer-protocol group (KIP-848), or its removal: kept so that
+    /// members go on across a restart, as Kafka keeps them in `__consumer_offsets`.
+    ConsumerMember {
+        group: String,
+        member: String,
+        value: Option<StoredMember>,
+    },
+}
+
+/// What is stored of a consumer-protocol member.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredMember {
+    pub epoch: i32,
+    #[serde(default)]
+    pub instance_id: Option<String>,
+    #[serde(default)]
+    pub client_id: String,
+    #[serde(default)]
+    pub client_host: String,
+    #[serde(default)]
+    pub subscribed_topic_names: Vec<String>,
+    #[serde(default)]
+    pub subscribed_topic_regex: Option<String>,
+    #[serde(default)]
+    pub server_assignor: Option<String>,
+    pub rebalance_timeout_ms: u64,
+    /// Partitions by topic it owns, and those it was revoking.
+    pub assigned: BTreeMap<String, Vec<i32>>,
+    #[serde(default)]
+    pub pending_revocation: BTreeMap<String, Vec<i32>>,
 }
 
 /// Record keys: JSON objects tagged with their kind, so keys of different kinds never
@@ -49,6 +81,10 @@ enum Key {
         topic: String,
         partition: i32,
     },
+    Member {
+        group: String,
+        member: String,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -56,6 +92,13 @@ struct GroupValue {
     generation: i32,
     protocol_type: Option<String>,
     protocol_name: Option<String>,
+    /// Absent in logs written before consumer-protocol groups existed.
+    #[serde(default, skip_serializing_if = "is_false")]
+    consumer: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn json(v: &impl Serialize) -> Option<Bytes> {
@@ -79,6 +122,10 @@ impl PersistOp {
                 topic: topic.clone(),
                 partition: *partition,
             },
+            PersistOp::ConsumerMember { group, member, .. } => Key::Member {
+                group: group.clone(),
+                member: member.clone(),
+            },
         };
         json(&key)
     }
@@ -90,13 +137,16 @@ impl PersistOp {
                 generation,
                 protocol_type,
                 protocol_name,
+                consumer,
                 ..
             } => json(&GroupValue {
                 generation: *generation,
                 protocol_type: protocol_type.clone(),
                 protocol_name: protocol_name.clone(),
+                consumer: *consumer,
             }),
             PersistOp::Offset { value, .. } => value.as_ref().and_then(json),
+            PersistOp::ConsumerMember { value, .. } => value.as_ref().and_then(json),
             PersistOp::GroupDeleted { .. } => None,
         };
         NewRecord {
@@ -120,6 +170,7 @@ impl PersistOp {
                         generation: v.generation,
                         protocol_type: v.protocol_type,
                         protocol_name: v.protocol_name,
+                        consumer: v.consumer,
                     }
                 }
             },
@@ -136,6 +187,14 @@ impl PersistOp {
                     Some(v) => Some(serde_json::from_slice(v).ok()?),
                 },
             },
+            Key::Member { group, member } => PersistOp::ConsumerMember {
+                group,
+                member,
+                value: match &r.value {
+                    None => None,
+                    Some(v) => Some(serde_json::from_slice(v).ok()?),
+                },
+            },
         })
     }
 }
@@ -147,6 +206,7 @@ impl PersistOp {
 pub struct StoredGroups {
     groups: BTreeMap<String, GroupValue>,
     offsets: BTreeMap<String, BTreeMap<(String, i32), CommittedOffset>>,
+    members: BTreeMap<String, BTreeMap<String, StoredMember>>,
 }
 
 impl InternalOp for PersistOp {
@@ -189,6 +249,7 @@ impl InternalOp for PersistOp {
                 generation,
                 protocol_type,
                 protocol_name,
+                consumer,
             } => {
                 state.groups.insert(
                     group,
@@ -196,6 +257,7 @@ impl InternalOp for PersistOp {
                         generation,
                         protocol_type,
                         protocol_name,
+                        consumer,
                     },
                 );
             }
@@ -224,11 +286,31 @@ impl InternalOp for PersistOp {
                     }
                 }
             }
+            PersistOp::ConsumerMember {
+                group,
+                member,
+                value: Some(v),
+            } => {
+                state.members.entry(group).or_default().insert(member, v);
+            }
+            PersistOp::ConsumerMember {
+                group,
+                member,
+                value: None,
+            } => {
+                if let Some(m) = state.members.get_mut(&group) {
+                    m.remove(&member);
+                    if m.is_empty() {
+                        state.members.remove(&group);
+                    }
+                }
+            }
             PersistOp::GroupDeleted { group } => {
                 state.groups.remove(&group);
                 // Only for logs of earlier versions (see `replay`): today every offset
                 // of the group was deleted by its own tombstone before.
                 state.offsets.remove(&group);
+                state.members.remove(&group);
             }
         }
     }
@@ -239,6 +321,7 @@ impl InternalOp for PersistOp {
             generation: v.generation,
             protocol_type: v.protocol_type.clone(),
             protocol_name: v.protocol_name.clone(),
+            consumer: v.consumer,
         });
         let offsets = state.offsets.iter().flat_map(|(group, offsets)| {
             offsets
@@ -250,7 +333,16 @@ impl InternalOp for PersistOp {
                     value: Some(value.clone()),
                 })
         });
-        groups.chain(offsets).collect()
+        let members = state.members.iter().flat_map(|(group, members)| {
+            members
+                .iter()
+                .map(move |(member, v)| PersistOp::ConsumerMember {
+                    group: group.clone(),
+                    member: member.clone(),
+                    value: Some(v.clone()),
+                })
+        });
+        groups.chain(offsets).chain(members).collect()
     }
 }
 
@@ -263,6 +355,7 @@ impl Groups {
                 group,
                 generation,
                 protocol_type,
+                consumer,
                 ..
             } => {
                 let g = self
@@ -272,6 +365,16 @@ impl Groups {
                 g.generation = generation;
                 g.protocol_type = protocol_type;
                 g.state = GroupState::Empty;
+                // Members of a consumer group rejoin with epoch 0 after a restart; the
+                // epoch keeps counting up from the stored one.
+                if !consumer {
+                    g.consumer = None;
+                } else if let Some(cg) = g.consumer.as_mut() {
+                    cg.group_epoch = generation;
+                    cg.assignment_epoch = generation;
+                } else {
+                    g.consumer = Some(super::ConsumerGroup::new(generation));
+                }
             }
             PersistOp::Offset {
                 group,
@@ -294,6 +397,27 @@ impl Groups {
             },
             PersistOp::GroupDeleted { group } => {
                 self.groups.remove(&group);
+            }
+            PersistOp::ConsumerMember {
+                group,
+                member,
+                value,
+            } => {
+                let g = self
+                    .groups
+                    .entry(group.clone())
+                    .or_insert_with(|| Group::new(&group));
+                let epoch = g.generation;
+                let cg = g
+                    .consumer
+                    .get_or_insert_with(|| super::ConsumerGroup::new(epoch));
+                match value {
+                    Some(v) => super::consumer_persist::restore_member(cg, &member, v),
+                    None => {
+                        cg.members.remove(&member);
+                    }
+                }
+                g.sync_consumer_state();
             }
         }
     }

@@ -31,6 +31,14 @@ impl Groups {
         if g.state == GroupState::Dead {
             return Err(GroupError::CoordinatorNotAvailable);
         }
+        // A consumer-protocol group: the generation is the member epoch, and a wrong one
+        // is ILLEGAL_GENERATION here (STALE_MEMBER_EPOCH in OffsetCommit), as in Kafka.
+        if let Some(checked) = g.check_consumer_commit(member_id, generation) {
+            return checked.map_err(|e| match e {
+                GroupError::StaleMemberEpoch => GroupError::IllegalGeneration,
+                other => other,
+            });
+        }
         if !member_id.is_empty() {
             g.check_member(member_id, instance_id)?;
         }

@@ -38,7 +38,15 @@ async fn handle(
                     .with_group_id(id.clone())
                     .with_error_code(ResponseError::GroupAuthorizationFailed.counted());
             }
-            let d = state.groups.describe_group(id);
+            let mut d = state.groups.describe_group(id);
+            if d.group_type == "consumer" {
+                // Not a classic group: Kafka shows it as Dead here
+                // (ConsumerGroupDescribe describes it).
+                d.state = nagare_core::groups::GroupState::Dead;
+                d.protocol_type.clear();
+                d.protocol_name.clear();
+                d.members.clear();
+            }
             let mut group = DescribedGroup::default()
                 .with_group_id(id.clone())
                 .with_group_state(str_bytes(d.state.as_str()))

@@ -30,12 +30,12 @@ async fn handle(
         .iter()
         .map(|s| s.to_lowercase())
         .collect();
-    // Every group here is a classic one.
-    let types_ok = request.types_filter.is_empty()
-        || request
-            .types_filter
-            .iter()
-            .any(|t| t.eq_ignore_ascii_case("classic"));
+    let types: Vec<String> = request
+        .types_filter
+        .iter()
+        .map(|t| t.to_lowercase())
+        .collect();
+    let type_ok = |t: &str| types.is_empty() || types.iter().any(|x| x == t);
     // Describe on the cluster lists every group; otherwise only those the client may
     // describe.
     let all = session.cluster_allowed(Operation::Describe);
@@ -44,7 +44,8 @@ async fn handle(
         .list_groups()
         .into_iter()
         .filter(|g| {
-            types_ok && (states.is_empty() || states.contains(&g.state.as_str().to_lowercase()))
+            type_ok(g.group_type)
+                && (states.is_empty() || states.contains(&g.state_name.to_lowercase()))
         })
         .filter(|g| all || session.group_allowed(Operation::Describe, &g.group_id))
         .map(|g| {
@@ -52,10 +53,10 @@ async fn handle(
                 .with_group_id(GroupId(str_bytes(g.group_id)))
                 .with_protocol_type(str_bytes(g.protocol_type));
             if v >= 4 {
-                listed.group_state = str_bytes(g.state.as_str());
+                listed.group_state = str_bytes(g.state_name);
             }
             if v >= 5 {
-                listed.group_type = str_bytes("classic");
+                listed.group_type = str_bytes(g.group_type);
             }
             listed
         })

@@ -80,7 +80,14 @@ async fn handle(
         }
     } else {
         for wanted in request.topics.iter().flatten() {
-            let found = match &wanted.name {
+            // A topic asked for by id may come with an empty name (the Java client
+            // does when it resolves the topic ids of a KIP-848 assignment): the id
+            // decides then, as in Kafka.
+            let by_name = wanted
+                .name
+                .as_ref()
+                .filter(|n| !n.is_empty() || wanted.topic_id.is_nil());
+            let found = match by_name {
                 Some(name) => {
                     let name: &str = name;
                     let failed = |code: i16| (code, Some(name.to_string()), Uuid::nil());

@@ -20,6 +20,8 @@ pub(crate) mod alter_configs;
 pub(crate) mod alter_user_scram_credentials;
 pub(crate) mod api_versions;
 pub(crate) mod config_resources;
+pub(crate) mod consumer_group_describe;
+pub(crate) mod consumer_group_heartbeat;
 pub(crate) mod create_acls;
 pub(crate) mod create_partitions;
 pub(crate) mod create_topics;
@@ -108,6 +110,8 @@ pub(crate) static REGISTRY: &[Handler] = &[
     leave_group::HANDLER,
     offset_commit::HANDLER,
     offset_fetch::HANDLER,
+    consumer_group_heartbeat::HANDLER,
+    consumer_group_describe::HANDLER,
     list_groups::HANDLER,
     describe_groups::HANDLER,
     delete_groups::HANDLER,

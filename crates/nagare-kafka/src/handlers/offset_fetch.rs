@@ -97,6 +97,21 @@ async fn handle(
                 );
                 continue;
             }
+            // A consumer-protocol member (v9+) must be current, as Kafka checks.
+            if let Some(member) = g.member_id.as_ref().filter(|m| !m.is_empty()) {
+                if let Err(e) =
+                    state
+                        .groups
+                        .check_consumer_member(&g.group_id.0, member, g.member_epoch)
+                {
+                    response.groups.push(
+                        OffsetFetchResponseGroup::default()
+                            .with_group_id(g.group_id.clone())
+                            .with_error_code(crate::errors::group_error(&e).counted()),
+                    );
+                    continue;
+                }
+            }
             let topics = fetch(&state, &session, &g.group_id.0, asked)
                 .into_iter()
                 .map(|(t, error, ps)| {

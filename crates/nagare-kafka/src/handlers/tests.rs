@@ -245,6 +245,20 @@ fn request(state: &KafkaState, key: ApiKey, version: i16) -> Option<Bytes> {
                 .with_state_filters(vec![str_bytes("Ongoing"), str_bytes("Nope")]),
             version,
         ),
+        ApiKey::ConsumerGroupHeartbeat => body(
+            &ConsumerGroupHeartbeatRequest::default()
+                .with_group_id(GroupId(str_bytes(format!("cg{version}"))))
+                .with_member_id(str_bytes(format!("m{version}")))
+                .with_rebalance_timeout_ms(10_000)
+                .with_subscribed_topic_names(Some(vec![topic_name("t")]))
+                .with_topic_partitions(Some(vec![])),
+            version,
+        ),
+        ApiKey::ConsumerGroupDescribe => body(
+            &ConsumerGroupDescribeRequest::default()
+                .with_group_ids(vec![GroupId(str_bytes("cg0")), GroupId(str_bytes("nope"))]),
+            version,
+        ),
         _ => return None,
     })
 }
