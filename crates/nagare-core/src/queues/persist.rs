@@ -35,6 +35,8 @@ pub(crate) enum Change {
     Delivered(i64),
     /// The whole state (after a purge, and what records hold).
     Whole(AckState),
+    /// The queue is forgotten (a share group's offsets deleted): a tombstone.
+    Deleted,
 }
 
 impl Change {
@@ -43,6 +45,8 @@ impl Change {
             Change::Acked(offsets) => offsets.into_iter().for_each(|o| state.ack(o)),
             Change::Delivered(mark) => state.delivered = state.delivered.max(mark),
             Change::Whole(s) => *state = s,
+            // Removed by the caller, which holds the map.
+            Change::Deleted => {}
         }
     }
 }
@@ -62,6 +66,14 @@ impl InternalOp for QueueOp {
 
     /// The queue's whole state once this change is applied to `state`.
     fn encode_in(&self, state: &Self::State, timestamp: i64) -> NewRecord {
+        if self.change == Change::Deleted {
+            return NewRecord {
+                key: Some(self.key()),
+                value: None,
+                headers: Vec::new(),
+                timestamp,
+            };
+        }
         let whole = match &self.change {
             Change::Whole(s) => s.clone(),
             change => {
@@ -84,6 +96,13 @@ impl InternalOp for QueueOp {
     }
 
     fn decode(record: &Record) -> Option<Self> {
+        if record.value.is_none() {
+            let queue = String::from_utf8(record.key.as_deref()?.to_vec()).ok()?;
+            return Some(QueueOp {
+                queue,
+                change: Change::Deleted,
+            });
+        }
         match read(record)? {
             (
                 queue,
@@ -101,6 +120,12 @@ impl InternalOp for QueueOp {
     }
 
     fn replay(record: &Record, state: &mut Self::State) -> Replayed {
+        if record.value.is_none() {
+            if let Some(key) = record.key.as_deref() {
+                state.remove(&*String::from_utf8_lossy(key));
+                return Replayed::Current;
+            }
+        }
         let Some((queue, stored)) = read(record) else {
             return Replayed::Unreadable;
         };
@@ -133,6 +158,10 @@ impl InternalOp for QueueOp {
     }
 
     fn apply(self, state: &mut Self::State) {
+        if self.change == Change::Deleted {
+            state.remove(&self.queue);
+            return;
+        }
         self.change.apply(state.entry(self.queue).or_default());
     }
 

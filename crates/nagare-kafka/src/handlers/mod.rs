@@ -55,6 +55,10 @@ pub(crate) mod offset_for_leader_epoch;
 pub(crate) mod produce;
 pub(crate) mod sasl_authenticate;
 pub(crate) mod sasl_handshake;
+pub(crate) mod share_acknowledge;
+pub(crate) mod share_common;
+pub(crate) mod share_fetch;
+pub(crate) mod share_group_heartbeat;
 pub(crate) mod sync_group;
 pub(crate) mod txn_offset_commit;
 
@@ -126,6 +130,9 @@ pub(crate) static REGISTRY: &[Handler] = &[
     describe_transactions::HANDLER,
     list_transactions::HANDLER,
     describe_producers::HANDLER,
+    share_group_heartbeat::HANDLER,
+    share_fetch::HANDLER,
+    share_acknowledge::HANDLER,
 ];
 
 /// One slot per API key number: the handler of every implemented key, found with one
