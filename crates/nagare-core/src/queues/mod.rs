@@ -215,6 +215,27 @@ impl Queues {
         self.replayed.lock().get(key).map(|a| a.floor)
     }
 
+    /// Every share queue whose key starts with `prefix`, with its start offset.
+    pub fn share_keys(&self, prefix: &str) -> Vec<(String, i64)> {
+        let mut out: Vec<(String, i64)> = self
+            .queues
+            .lock()
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(k, q)| (k.clone(), q.start_offset()))
+            .collect();
+        out.extend(
+            self.replayed
+                .lock()
+                .iter()
+                .filter(|(k, _)| k.starts_with(prefix))
+                .map(|(k, a)| (k.clone(), a.floor)),
+        );
+        out.sort();
+        out.dedup_by(|a, b| a.0 == b.0);
+        out
+    }
+
     /// Forgets a share queue (DeleteShareGroupOffsets, DeleteGroups).
     pub async fn delete_share_queue(&self, key: &str) -> Result<(), CoreError> {
         self.queues.lock().remove(key);

@@ -10,6 +10,7 @@
 //! topics it subscribes to), share sessions and group configs live here; delivery state
 //! lives in the queues (and their log). Plain Rust types and the time in ms only.
 
+mod admin;
 mod config;
 mod error;
 mod members;
@@ -24,6 +25,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+pub use admin::StartOffset;
 pub use config::{default as config_default, ShareSettings, GROUP_CONFIGS};
 pub use error::ShareError;
 pub use members::{Assignment, Client, HeartbeatAnswer, MemberInfo, ShareGroupInfo};

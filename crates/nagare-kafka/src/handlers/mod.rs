@@ -17,6 +17,7 @@ use crate::{KafkaError, KafkaState, Reply};
 pub(crate) mod add_offsets_to_txn;
 pub(crate) mod add_partitions_to_txn;
 pub(crate) mod alter_configs;
+pub(crate) mod alter_share_group_offsets;
 pub(crate) mod alter_user_scram_credentials;
 pub(crate) mod api_versions;
 pub(crate) mod config_resources;
@@ -26,6 +27,7 @@ pub(crate) mod create_topics;
 pub(crate) mod delete_acls;
 pub(crate) mod delete_groups;
 pub(crate) mod delete_records;
+pub(crate) mod delete_share_group_offsets;
 pub(crate) mod delete_topics;
 pub(crate) mod describe_acls;
 pub(crate) mod describe_cluster;
@@ -33,6 +35,7 @@ pub(crate) mod describe_configs;
 pub(crate) mod describe_groups;
 pub(crate) mod describe_log_dirs;
 pub(crate) mod describe_producers;
+pub(crate) mod describe_share_group_offsets;
 pub(crate) mod describe_topic_partitions;
 pub(crate) mod describe_transactions;
 pub(crate) mod describe_user_scram_credentials;
@@ -58,7 +61,9 @@ pub(crate) mod sasl_handshake;
 pub(crate) mod share_acknowledge;
 pub(crate) mod share_common;
 pub(crate) mod share_fetch;
+pub(crate) mod share_group_describe;
 pub(crate) mod share_group_heartbeat;
+pub(crate) mod share_groups_admin;
 pub(crate) mod sync_group;
 pub(crate) mod txn_offset_commit;
 
@@ -133,6 +138,10 @@ pub(crate) static REGISTRY: &[Handler] = &[
     share_group_heartbeat::HANDLER,
     share_fetch::HANDLER,
     share_acknowledge::HANDLER,
+    share_group_describe::HANDLER,
+    describe_share_group_offsets::HANDLER,
+    alter_share_group_offsets::HANDLER,
+    delete_share_group_offsets::HANDLER,
 ];
 
 /// One slot per API key number: the handler of every implemented key, found with one
