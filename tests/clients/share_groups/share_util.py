@@ -61,3 +61,13 @@ def line(out, prefix):
 def consumed(out):
     """(values, delivery counts) a `consume` worker printed."""
     return line(out, "values"), [int(c) for c in line(out, "counts")]
+
+
+def admin(bootstrap, group, *args, expect_ok=True):
+    """Runs ShareAdmin; returns its stdout (asserting success unless told otherwise)."""
+    java = ["java", "-cp", CLASSPATH, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "nagare.ShareAdmin", bootstrap, group, *map(str, args)]
+    r = subprocess.run(java, capture_output=True, text=True, timeout=60)
+    if expect_ok:
+        assert r.returncode == 0 and f"OK {args[0]}" in r.stdout, r.stdout + r.stderr
+    return r.stdout

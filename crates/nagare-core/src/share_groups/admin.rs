@@ -93,6 +93,10 @@ impl ShareGroups {
     /// `share.auto.offset.reset`, when next used).
     pub async fn delete_start_offsets(&self, group: &str, topic: &str) -> Result<(), ShareError> {
         self.refuse_if_busy(group)?;
+        // Not touched any more, so the expiry tick does not open them again.
+        if let Some(t) = self.inner.lock().touched.get_mut(group) {
+            t.retain(|(name, _)| name != topic);
+        }
         let keys = self
             .queues
             .share_keys(&format!("{}{topic}/", Self::prefix(group)));
@@ -108,6 +112,7 @@ impl ShareGroups {
     /// Deletes an empty share group: its configs and its share partitions' state.
     pub async fn delete_group(&self, group: &str) -> Result<(), ShareError> {
         self.refuse_if_busy(group)?;
+        self.inner.lock().touched.remove(group);
         let prefix = Self::prefix(group);
         // Only this group's keys: `share/<group>/<topic>/<p>` (a group `g/x` shares
         // the prefix of `g`).

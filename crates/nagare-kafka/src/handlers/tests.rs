@@ -245,6 +245,51 @@ fn request(state: &KafkaState, key: ApiKey, version: i16) -> Option<Bytes> {
                 .with_state_filters(vec![str_bytes("Ongoing"), str_bytes("Nope")]),
             version,
         ),
+        ApiKey::ShareGroupHeartbeat => body(
+            &ShareGroupHeartbeatRequest::default()
+                .with_group_id(GroupId(str_bytes("sg")))
+                .with_member_id(str_bytes("m1"))
+                .with_subscribed_topic_names(Some(vec![topic_name("t")])),
+            version,
+        ),
+        ApiKey::ShareFetch => body(
+            &ShareFetchRequest::default()
+                .with_group_id(Some(GroupId(str_bytes("sg"))))
+                .with_member_id(Some(str_bytes("m1")))
+                .with_max_records(10)
+                .with_topics(vec![share_fetch_request::FetchTopic::default()
+                    .with_topic_id(t.id())
+                    .with_partitions(vec![
+                        share_fetch_request::FetchPartition::default().with_partition_index(0)
+                    ])]),
+            version,
+        ),
+        ApiKey::ShareAcknowledge => body(
+            &ShareAcknowledgeRequest::default()
+                .with_group_id(Some(GroupId(str_bytes("sg"))))
+                .with_member_id(Some(str_bytes("m1")))
+                .with_share_session_epoch(1),
+            version,
+        ),
+        ApiKey::ShareGroupDescribe => body(
+            &ShareGroupDescribeRequest::default().with_group_ids(vec![GroupId(str_bytes("sg"))]),
+            version,
+        ),
+        ApiKey::DescribeShareGroupOffsets => body(
+            &DescribeShareGroupOffsetsRequest::default().with_groups(vec![
+                describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup::default()
+                    .with_group_id(GroupId(str_bytes("sg"))),
+            ]),
+            version,
+        ),
+        ApiKey::AlterShareGroupOffsets => body(
+            &AlterShareGroupOffsetsRequest::default().with_group_id(GroupId(str_bytes("sg"))),
+            version,
+        ),
+        ApiKey::DeleteShareGroupOffsets => body(
+            &DeleteShareGroupOffsetsRequest::default().with_group_id(GroupId(str_bytes("sg"))),
+            version,
+        ),
         _ => return None,
     })
 }
