@@ -38,6 +38,8 @@ pub enum Settle {
     Release,
     /// Unprocessable: archived, never delivered again.
     Reject,
+    /// Still being processed: the acquisition lock starts again (KIP-1222's RENEW).
+    Renew,
 }
 
 impl Queue {
@@ -78,8 +80,9 @@ impl Queue {
     /// Settles the messages of `first..=last` that `holder` holds, as `kinds` say (one
     /// kind for the whole range, or one per offset; `None` is a gap: an offset holding
     /// no record, archived). A released message that reached `limit` deliveries is
-    /// archived instead. Returns false if some offset of the range was not held by
-    /// `holder` (Kafka's INVALID_RECORD_STATE); the others are settled anyway.
+    /// archived instead; a renewed one stays acquired, locked until `renew_until`.
+    /// Returns false if some offset of the range was not held by `holder` (Kafka's
+    /// INVALID_RECORD_STATE); the others are settled anyway.
     pub fn settle_acquired(
         &self,
         holder: Holder,
@@ -87,6 +90,7 @@ impl Queue {
         last: i64,
         kinds: &[Option<Settle>],
         limit: i16,
+        renew_until: i64,
     ) -> bool {
         if last < first || kinds.is_empty() {
             return false;
@@ -109,6 +113,12 @@ impl Queue {
                 // A gap for an offset nobody holds (no record there) is fine.
                 if kind.is_some() {
                     all_held = false;
+                }
+                continue;
+            }
+            if kind == Some(Settle::Renew) {
+                if let Some(l) = st.leases.get_mut(&offset) {
+                    l.deadline_ms = renew_until;
                 }
                 continue;
             }

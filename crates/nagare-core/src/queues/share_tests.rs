@@ -57,9 +57,9 @@ async fn each_record_is_held_by_one_member_at_a_time() {
     assert_eq!(offsets(&b), vec![3, 4]);
     assert!(a.iter().all(|r| r.delivery_count == 1));
     // Member 2 cannot settle member 1's records.
-    assert!(!q.settle_acquired(2, 0, 0, &[Some(Settle::Accept)], 5));
-    assert!(q.settle_acquired(1, 0, 2, &[Some(Settle::Accept)], 5));
-    assert!(q.settle_acquired(2, 3, 4, &[Some(Settle::Accept)], 5));
+    assert!(!q.settle_acquired(2, 0, 0, &[Some(Settle::Accept)], 5, 0));
+    assert!(q.settle_acquired(1, 0, 2, &[Some(Settle::Accept)], 5, 0));
+    assert!(q.settle_acquired(2, 3, 4, &[Some(Settle::Accept)], 5, 0));
     assert_eq!(q.depth(), (0, 0));
     assert_eq!(q.start_offset(), 5);
 }
@@ -73,7 +73,14 @@ async fn release_and_lock_expiry_redeliver_with_a_higher_count_up_to_the_limit()
     let first = q.acquire(1, 10, 0, 1000);
     assert_eq!(offsets(&first), vec![0, 1]);
     // Released one by one: offset 0 released, offset 1 rejected (archived).
-    assert!(q.settle_acquired(1, 0, 1, &[Some(Settle::Release), Some(Settle::Reject)], 3));
+    assert!(q.settle_acquired(
+        1,
+        0,
+        1,
+        &[Some(Settle::Release), Some(Settle::Reject)],
+        3,
+        0
+    ));
     let again = q.acquire(2, 10, 10, 1000);
     assert_eq!(offsets(&again), vec![0]);
     assert_eq!(again[0].delivery_count, 2);
@@ -84,7 +91,7 @@ async fn release_and_lock_expiry_redeliver_with_a_higher_count_up_to_the_limit()
     let third = q.acquire(3, 10, 1100, 1000);
     assert_eq!(third[0].delivery_count, 3);
     // At the limit, a release archives it.
-    assert!(q.settle_acquired(3, 0, 0, &[Some(Settle::Release)], 3));
+    assert!(q.settle_acquired(3, 0, 0, &[Some(Settle::Release)], 3, 0));
     assert!(q.acquire(4, 10, 1200, 1000).is_empty());
     assert_eq!(q.start_offset(), 2);
 }
@@ -108,13 +115,13 @@ async fn a_stomp_consumer_and_a_share_member_compete_with_one_delivery_count() {
     assert_eq!(q.delivery_count(0), 2);
     // A share RELEASE with the STOMP consumer full: the share member gets it back,
     // second delivery; once the STOMP consumer has room, a release goes to it.
-    assert!(q.settle_acquired(7, 2, 2, &[Some(Settle::Release)], 5));
+    assert!(q.settle_acquired(7, 2, 2, &[Some(Settle::Release)], 5, 0));
     let again = q.acquire(8, 10, 0, 1000);
     assert_eq!(offsets(&again), vec![2]);
     assert_eq!(again[0].delivery_count, 2);
     assert!(q.ack(c, 1, false));
     stomp.0.lock().clear();
-    assert!(q.settle_acquired(8, 2, 2, &[Some(Settle::Release)], 5));
+    assert!(q.settle_acquired(8, 2, 2, &[Some(Settle::Release)], 5, 0));
     let pushed: Vec<i64> = stomp.0.lock().iter().map(|d| d.offset).collect();
     assert_eq!(pushed, vec![2]);
     assert_eq!(q.delivery_count(2), 3);

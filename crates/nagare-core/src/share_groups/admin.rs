@@ -64,7 +64,8 @@ impl ShareGroups {
         Ok(())
     }
 
-    /// Moves `group`'s start offset on a share partition; stored durably.
+    /// Moves `group`'s start offset on a share partition; stored durably. A group not
+    /// used yet is created (empty), as Kafka does.
     pub async fn alter_start_offset(
         &self,
         group: &str,
@@ -72,7 +73,9 @@ impl ShareGroups {
         partition: i32,
         offset: i64,
     ) -> Result<(), ShareError> {
-        self.refuse_if_busy(group)?;
+        if self.has_members(group) {
+            return Err(ShareError::GroupNotEmpty(group.to_string()));
+        }
         if Self::is_stomp_queue(group, topic, partition) {
             return Err(ShareError::InvalidRequest(format!(
                 "{topic} is the STOMP queue /queue/{group}: purge it instead"
@@ -83,6 +86,10 @@ impl ShareGroups {
             .partition(topic, partition)
             .map_err(|e| ShareError::Core(e.to_string()))?;
         let offset = offset.clamp(p.log_start_offset(), p.log_end_offset());
+        {
+            let mut inner = self.inner.lock();
+            self.remember(&mut inner, group);
+        }
         self.queues
             .reset_share_queue(&Self::queue_key(group, topic, partition), offset)
             .await

@@ -48,7 +48,15 @@ async fn handle(
             format!("not authorized to read group {group:?}"),
         );
     }
-    if !state.share.exists(&group) {
+    // A group id not used yet becomes an empty share group; a classic or consumer
+    // group's is refused.
+    if !state.share.exists(&group)
+        && state
+            .groups
+            .list_groups()
+            .iter()
+            .any(|g| g.group_id == group)
+    {
         return whole(
             ResponseError::GroupIdNotFound,
             format!("group {group:?} is not a share group"),

@@ -64,6 +64,7 @@ pub(crate) mod share_fetch;
 pub(crate) mod share_group_describe;
 pub(crate) mod share_group_heartbeat;
 pub(crate) mod share_groups_admin;
+pub(crate) mod share_v2;
 pub(crate) mod sync_group;
 pub(crate) mod txn_offset_commit;
 

@@ -9,8 +9,10 @@ use kafka_protocol::messages::share_acknowledge_response::{
 };
 use kafka_protocol::messages::{ApiKey, ShareAcknowledgeRequest, ShareAcknowledgeResponse};
 use nagare_core::security::Operation;
+use nagare_core::share_groups::now_ms;
 
 use super::share_common::{self, AckBatch, TopicNames};
+use super::share_v2;
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
 use crate::errors::{self, share_error, ResponseError};
@@ -20,24 +22,44 @@ use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::ShareAcknowledge,
-    // v2 (renew acknowledgements) is not in kafka-protocol 0.18.
-    advertised: (1, 1),
-    accepted: (1, 1),
+    // kafka-protocol 0.18 has v1 only; v2 (renew acknowledgements) is v1 with one field
+    // more in the request and one in the answer, handled by `share_v2`.
+    advertised: (1, 2),
+    accepted: (1, 2),
     call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
 async fn handle(
     state: Arc<KafkaState>,
     session: Arc<Session>,
-    req: ParsedRequest,
+    mut req: ParsedRequest,
 ) -> Result<Reply, KafkaError> {
+    let v2 = req.version >= 2;
+    if v2 {
+        let (body, _renew) = share_v2::ack_request_to_v1(&req.body)
+            .ok_or_else(|| KafkaError::Malformed("ShareAcknowledge v2: body too short".into()))?;
+        (req.body, req.version) = (body, 1);
+    }
+    let lock_ms = |group: &str| {
+        let ms = state.share.settings(group).lock_ms;
+        ms.clamp(0, i64::from(i32::MAX)) as i32
+    };
+    let reply = |response: &ShareAcknowledgeResponse, lock: i32| -> Result<Reply, KafkaError> {
+        let reply = encode(response, 1)?;
+        match reply {
+            Reply::Body(b) if v2 => share_v2::ack_response_to_v2(&b, lock)
+                .map(Reply::Body)
+                .ok_or_else(|| KafkaError::Encode("ShareAcknowledge v2 answer".into())),
+            other => Ok(other),
+        }
+    };
     let request: ShareAcknowledgeRequest = decode(&req)?;
     let whole = |e: ResponseError, message: String| {
-        encode(
+        reply(
             &ShareAcknowledgeResponse::default()
                 .with_error_code(e.counted())
                 .with_error_message(Some(str_bytes(message))),
-            req.version,
+            0,
         )
     };
     let (Some(group_id), Some(member)) = (request.group_id.as_ref(), request.member_id.as_ref())
@@ -60,6 +82,7 @@ async fn handle(
     }
     let holder = state.share.holder(&group, &member);
     let limit = state.share.settings(&group).delivery_limit;
+    let lock = lock_ms(&group);
     let names = TopicNames::resolve(&state, &session, request.topics.iter().map(|t| t.topic_id));
     let leader = LeaderIdAndEpoch::default()
         .with_leader_id(state.node_id().into())
@@ -82,7 +105,8 @@ async fn handle(
                                 types: &b.acknowledge_types,
                             })
                             .collect();
-                        share_common::settle(&q, holder, limit, &batches)
+                        let renew_until = v2.then(|| now_ms().saturating_add(i64::from(lock)));
+                        share_common::settle(&q, holder, limit, renew_until, &batches)
                     }
                 },
             };
@@ -102,10 +126,10 @@ async fn handle(
     if epoch == -1 {
         state.share.end_session(&group, &member);
     }
-    encode(
+    reply(
         &ShareAcknowledgeResponse::default()
             .with_error_code(errors::NONE)
             .with_responses(topics),
-        req.version,
+        lock,
     )
 }

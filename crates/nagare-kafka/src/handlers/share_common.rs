@@ -76,8 +76,15 @@ pub(crate) struct AckBatch<'a> {
 
 /// Settles a partition's acknowledgement batches for `holder`; the partition's
 /// acknowledge error code (INVALID_REQUEST for malformed batches, INVALID_RECORD_STATE
-/// when some record was not acquired by this member, e.g. its lock expired).
-pub(crate) fn settle(queue: &Queue, holder: Holder, limit: i16, batches: &[AckBatch<'_>]) -> i16 {
+/// when some record was not acquired by this member, e.g. its lock expired). RENEW (4,
+/// v2 only) locks the records again until `renew_until`.
+pub(crate) fn settle(
+    queue: &Queue,
+    holder: Holder,
+    limit: i16,
+    renew_until: Option<i64>,
+    batches: &[AckBatch<'_>],
+) -> i16 {
     let mut error = errors::NONE;
     for b in batches {
         let span = b.last - b.first + 1;
@@ -92,6 +99,7 @@ pub(crate) fn settle(queue: &Queue, holder: Holder, limit: i16, batches: &[AckBa
                 1 => Some(Some(Settle::Accept)),
                 2 => Some(Some(Settle::Release)),
                 3 => Some(Some(Settle::Reject)),
+                4 if renew_until.is_some() => Some(Some(Settle::Renew)),
                 _ => None,
             })
             .collect();
@@ -99,7 +107,8 @@ pub(crate) fn settle(queue: &Queue, holder: Holder, limit: i16, batches: &[AckBa
             error = ResponseError::InvalidRequest.counted();
             continue;
         };
-        if !queue.settle_acquired(holder, b.first, b.last, &kinds, limit) {
+        let until = renew_until.unwrap_or(0);
+        if !queue.settle_acquired(holder, b.first, b.last, &kinds, limit, until) {
             error = ResponseError::InvalidRecordState.counted();
         }
     }

@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::share_common::{self, AckBatch, TopicNames};
+use super::share_v2::{self, V2Fields};
 use super::{decode, encode, str_bytes, Handler};
 use crate::codec::ParsedRequest;
 use crate::errors::{self, share_error, ResponseError};
@@ -30,10 +31,10 @@ use crate::{KafkaError, KafkaState, Reply};
 
 pub(crate) const HANDLER: Handler = Handler {
     key: ApiKey::ShareFetch,
-    // The crate has v1 (Kafka 4.1's stable version); v2 (acquire modes, renew acks)
-    // is not in kafka-protocol 0.18, and 4.3 clients fall back to v1.
-    advertised: (1, 1),
-    accepted: (1, 1),
+    // kafka-protocol 0.18 has v1 only; v2 (acquire modes, renew acks) is v1 with two
+    // fields more, cut out by `share_v2`.
+    advertised: (1, 2),
+    accepted: (1, 2),
     call: |state, session, req| Box::pin(handle(state, session, req)),
 };
 
@@ -52,8 +53,16 @@ struct Part {
 async fn handle(
     state: Arc<KafkaState>,
     session: Arc<Session>,
-    req: ParsedRequest,
+    mut req: ParsedRequest,
 ) -> Result<Reply, KafkaError> {
+    // A v2 request is answered as v1: the answers are the same on the wire.
+    let mut v2 = V2Fields::default();
+    let renewing = req.version >= 2;
+    if renewing {
+        let (body, fields) = share_v2::fetch_request_to_v1(&req.body)
+            .ok_or_else(|| KafkaError::Malformed("ShareFetch v2: body too short".into()))?;
+        (req.body, req.version, v2) = (body, 1, fields);
+    }
     let request: ShareFetchRequest = decode(&req)?;
     let whole = |e: ResponseError, message: String| {
         encode(
@@ -149,8 +158,15 @@ async fn handle(
                                     types: &b.acknowledge_types,
                                 })
                                 .collect();
-                            part.ack_error =
-                                share_common::settle(&q, holder, settings.delivery_limit, &batches);
+                            let renew_until =
+                                renewing.then(|| now_ms().saturating_add(settings.lock_ms));
+                            part.ack_error = share_common::settle(
+                                &q,
+                                holder,
+                                settings.delivery_limit,
+                                renew_until,
+                                &batches,
+                            );
                         }
                         Err(code) => part.ack_error = code,
                     }
@@ -162,6 +178,10 @@ async fn handle(
     }
     if epoch == -1 {
         state.share.end_session(&group, &member);
+        return answer(&state, parts, settings.lock_ms, req.version);
+    }
+    // A renewing fetch (v2) only settles and renews: it acquires nothing.
+    if v2.renew {
         return answer(&state, parts, settings.lock_ms, req.version);
     }
 
