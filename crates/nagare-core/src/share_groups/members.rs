@@ -89,6 +89,7 @@ impl ShareGroups {
         if epoch == -1 {
             self.release_member(group, member_id);
             self.close_session(group, member_id);
+            self.forget_holder(group, member_id);
             let mut inner = self.inner.lock();
             if let Some(g) = inner.groups.get_mut(group) {
                 if g.members.remove(member_id).is_some() {

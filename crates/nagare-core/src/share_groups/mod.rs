@@ -266,6 +266,7 @@ impl ShareGroups {
             for member in self.expire_members(&g, now, settings.session_timeout_ms) {
                 self.release_member(&g, &member);
                 self.close_session(&g, &member);
+                self.forget_holder(&g, &member);
             }
         }
     }

@@ -99,4 +99,12 @@ impl ShareGroups {
             .sessions
             .remove(&(group.to_string(), member.to_string()));
     }
+
+    /// Forgets a member's holder number once it holds nothing (it left or expired).
+    pub(super) fn forget_holder(&self, group: &str, member: &str) {
+        self.inner
+            .lock()
+            .holders
+            .remove(&(group.to_string(), member.to_string()));
+    }
 }

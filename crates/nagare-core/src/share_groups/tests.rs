@@ -68,7 +68,7 @@ async fn sessions_check_their_epochs() {
     );
     assert_eq!(
         groups
-            .fetch_session("g", "m", 0, &[p.clone()], &[])
+            .fetch_session("g", "m", 0, std::slice::from_ref(&p), &[])
             .unwrap(),
         vec![p.clone()]
     );

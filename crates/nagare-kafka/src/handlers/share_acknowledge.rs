@@ -85,7 +85,7 @@ async fn handle(
     let lock = lock_ms(&group);
     let names = TopicNames::resolve(&state, &session, request.topics.iter().map(|t| t.topic_id));
     let leader = LeaderIdAndEpoch::default()
-        .with_leader_id(state.node_id().into())
+        .with_leader_id(state.node_id())
         .with_leader_epoch(0);
     let mut topics = Vec::new();
     for t in &request.topics {

@@ -285,7 +285,7 @@ fn answer(
             .with_acknowledge_error_code(part.ack_error)
             .with_current_leader(
                 LeaderIdAndEpoch::default()
-                    .with_leader_id(state.node_id().into())
+                    .with_leader_id(state.node_id())
                     .with_leader_epoch(0),
             )
             .with_records(records)
