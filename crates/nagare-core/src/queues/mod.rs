@@ -19,7 +19,7 @@ mod share_tests;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
@@ -50,6 +50,9 @@ pub(crate) struct AckState {
     pub floor: i64,
     pub above: BTreeSet<i64>,
     pub delivered: i64,
+    /// Delivery counts above 1 of messages not yet acknowledged (redelivered ones), so
+    /// a restart keeps counting toward a share group's delivery limit.
+    pub counts: BTreeMap<i64, i16>,
 }
 
 impl AckState {
@@ -64,6 +67,10 @@ impl AckState {
         self.above.insert(offset);
         while self.above.remove(&self.floor) {
             self.floor += 1;
+        }
+        if !self.counts.is_empty() {
+            self.counts.remove(&offset);
+            self.counts = self.counts.split_off(&self.floor);
         }
     }
 }
@@ -180,6 +187,7 @@ impl Queues {
                 floor: start,
                 above: BTreeSet::new(),
                 delivered: start,
+                counts: BTreeMap::new(),
             }
         });
         let q = Queue::new(key, partition, acks.clone(), Arc::downgrade(self), false);
@@ -198,6 +206,7 @@ impl Queues {
             floor: offset,
             above: BTreeSet::new(),
             delivered: offset,
+            counts: BTreeMap::new(),
         };
         let open = self.queues.lock().remove(key);
         if let Some(q) = open {
@@ -278,6 +287,18 @@ impl Queues {
         let op = QueueOp {
             queue: queue.to_string(),
             change: Change::Delivered(mark),
+        };
+        drop(self.state_log.push([op], false));
+    }
+
+    /// Stores delivery counts above 1 (redeliveries: rare, so cheap enough to write each).
+    pub(crate) fn record_counts(&self, queue: &Arc<str>, counts: Vec<(i64, i16)>) {
+        if counts.is_empty() {
+            return;
+        }
+        let op = QueueOp {
+            queue: queue.to_string(),
+            change: Change::Counts(counts),
         };
         drop(self.state_log.push([op], false));
     }

@@ -37,6 +37,8 @@ pub(crate) enum Change {
     Whole(AckState),
     /// The queue is forgotten (a share group's offsets deleted): a tombstone.
     Deleted,
+    /// Delivery counts above 1 of unacknowledged messages.
+    Counts(Vec<(i64, i16)>),
 }
 
 impl Change {
@@ -47,6 +49,14 @@ impl Change {
             Change::Whole(s) => *state = s,
             // Removed by the caller, which holds the map.
             Change::Deleted => {}
+            Change::Counts(counts) => {
+                for (o, c) in counts {
+                    if !state.is_acked(o) {
+                        let e = state.counts.entry(o).or_insert(c);
+                        *e = (*e).max(c);
+                    }
+                }
+            }
         }
     }
 }
@@ -86,6 +96,7 @@ impl InternalOp for QueueOp {
             floor: whole.floor,
             above: ranges(whole.above.iter().copied()),
             delivered: whole.delivered,
+            counts: whole.counts.iter().map(|(&o, &c)| (o, c)).collect(),
         };
         NewRecord {
             key: Some(self.key()),
@@ -110,10 +121,11 @@ impl InternalOp for QueueOp {
                     floor,
                     above,
                     delivered,
+                    counts,
                 },
             ) => Some(QueueOp {
                 queue,
-                change: Change::Whole(whole(floor, &above, delivered)?),
+                change: Change::Whole(whole(floor, &above, delivered, &counts)?),
             }),
             _ => None,
         }
@@ -134,7 +146,8 @@ impl InternalOp for QueueOp {
                 floor,
                 above,
                 delivered,
-            } => match whole(floor, &above, delivered) {
+                counts,
+            } => match whole(floor, &above, delivered, &counts) {
                 Some(s) => {
                     state.insert(queue, s);
                     Replayed::Current
@@ -188,6 +201,9 @@ enum Stored {
         above: Vec<(i64, i64)>,
         #[serde(default)]
         delivered: i64,
+        /// Delivery counts above 1 (absent before share groups).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        counts: Vec<(i64, i16)>,
     },
 }
 
@@ -198,11 +214,17 @@ fn read(r: &Record) -> Option<(String, Stored)> {
 }
 
 /// A queue's state from a stored one; `None` for a corrupt one.
-fn whole(floor: i64, above: &[(i64, i64)], delivered: i64) -> Option<AckState> {
+fn whole(
+    floor: i64,
+    above: &[(i64, i64)],
+    delivered: i64,
+    counts: &[(i64, i16)],
+) -> Option<AckState> {
     Some(AckState {
         floor,
         above: expand(above)?.into_iter().collect(),
         delivered,
+        counts: counts.iter().copied().collect(),
     })
 }
 
@@ -292,6 +314,7 @@ mod tests {
                 floor: 5,
                 above: [7, 8, 10].into_iter().collect(),
                 delivered: 11,
+                counts: [(9, 3)].into_iter().collect(),
             }),
         };
         assert_eq!(decoded(op.encode(0)), Some(op));
@@ -304,6 +327,7 @@ mod tests {
             floor: 2,
             above: [4].into_iter().collect(),
             delivered: 5,
+            ..AckState::default()
         };
         let state = HashMap::from([("q".to_string(), before)]);
         let acked = QueueOp {

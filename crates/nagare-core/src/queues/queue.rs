@@ -106,9 +106,9 @@ impl Queue {
                 consumers: Vec::new(),
                 turn: 0,
                 next_consumer: 1,
+                counts: acks.counts.iter().map(|(&o, &c)| (o, c)).collect(),
                 acks,
                 redeliveries: 0,
-                counts: HashMap::new(),
                 leases: HashMap::new(),
             }),
             partition,
@@ -301,10 +301,12 @@ impl Queue {
         let acked_between = st.acks.above.range(from..end).count() as i64;
         let purged = (end - from - acked_between).max(0) as u64;
         let above = st.acks.above.split_off(&end);
+        let counts = st.acks.counts.split_off(&end);
         st.acks = AckState {
             floor: st.acks.floor.max(end),
             above,
             delivered: st.acks.delivered.max(end),
+            counts,
         };
         st.ready = st.ready.split_off(&end);
         st.in_flight.retain(|&o, _| o >= end);
@@ -367,6 +369,7 @@ impl Queue {
     fn pump_round(&self, st: &mut State) -> bool {
         // Messages of this round per consumer index, handed over together at the end.
         let mut rounds: Vec<Vec<Delivery>> = Vec::new();
+        let mut recounted = Vec::new();
         loop {
             if st.consumers.is_empty() {
                 break;
@@ -389,7 +392,11 @@ impl Queue {
             if redelivered {
                 st.redeliveries += 1;
             }
-            *st.counts.entry(offset).or_insert(i16::from(redelivered)) += 1;
+            let count = st.counts.entry(offset).or_insert(i16::from(redelivered));
+            *count = count.saturating_add(1);
+            if *count >= 2 {
+                recounted.push((offset, *count));
+            }
             let c = &mut st.consumers[k];
             c.delivered.push_back(offset);
             let consumer = c.id;
@@ -411,6 +418,7 @@ impl Queue {
             .max()
             .unwrap_or(0);
         self.note_delivered(st, mark);
+        self.note_counts(recounted);
         let mut settled = Vec::new();
         for (k, batch) in rounds.into_iter().enumerate() {
             if batch.is_empty() {
@@ -430,6 +438,16 @@ impl Queue {
         }
         self.mark_acked(st, &settled);
         !settled.is_empty()
+    }
+
+    /// Stores delivery counts above 1 (see [`AckState::counts`]).
+    pub(super) fn note_counts(&self, counts: Vec<(i64, i16)>) {
+        if counts.is_empty() {
+            return;
+        }
+        if let Some(q) = self.queues.upgrade() {
+            q.record_counts(&self.name, counts);
+        }
     }
 
     /// Notes that everything below `mark` has been handed out at least once.

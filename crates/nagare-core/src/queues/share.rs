@@ -47,6 +47,7 @@ impl Queue {
     pub fn acquire(&self, holder: Holder, max: usize, now_ms: i64, lock_ms: i64) -> Vec<Acquired> {
         let mut st = self.state.lock();
         let mut out = Vec::new();
+        let mut recounted = Vec::new();
         while out.len() < max {
             if st.ready.is_empty() && !self.refill(&mut st) {
                 break;
@@ -57,6 +58,9 @@ impl Queue {
             let count = st.counts.entry(offset).or_insert(i16::from(again));
             *count = count.saturating_add(1);
             let delivery_count = *count;
+            if delivery_count >= 2 {
+                recounted.push((offset, delivery_count));
+            }
             st.in_flight.insert(offset, record.clone());
             st.leases.insert(
                 offset,
@@ -74,6 +78,7 @@ impl Queue {
         if let Some(mark) = out.iter().map(|a| a.offset + 1).max() {
             self.note_delivered(&mut st, mark);
         }
+        self.note_counts(recounted);
         out
     }
 

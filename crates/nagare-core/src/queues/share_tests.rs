@@ -154,3 +154,33 @@ async fn a_share_queue_starts_latest_or_earliest_and_keeps_its_start() {
         .unwrap();
     assert_eq!(queues.share_start("share/a/queue.src/0"), None);
 }
+
+#[tokio::test]
+async fn delivery_counts_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (broker, queues) = open(dir.path());
+        let q = queues.queue("counted").unwrap();
+        publish(&q, 2).await;
+        assert_eq!(q.acquire(1, 10, 0, 1000).len(), 2);
+        assert!(q.settle_acquired(1, 0, 1, &[Some(Settle::Release)], 9, 0));
+        let again = q.acquire(1, 10, 0, 1000);
+        assert_eq!(
+            again.iter().map(|a| a.delivery_count).collect::<Vec<_>>(),
+            vec![2, 2]
+        );
+        // Offset 1 is accepted: its count is forgotten with it.
+        assert!(q.settle_acquired(1, 1, 1, &[Some(Settle::Accept)], 9, 0));
+        queues.flush().await.unwrap();
+        drop((q, queues));
+        broker.shutdown().unwrap();
+    }
+    let (_broker, queues) = open(dir.path());
+    let q = queues.queue("counted").unwrap();
+    let after = q.acquire(1, 10, 0, 1000);
+    assert_eq!(offsets(&after), vec![0]);
+    assert_eq!(
+        after[0].delivery_count, 3,
+        "the two deliveries before the crash count"
+    );
+}
