@@ -81,9 +81,11 @@ def test_stomp_nack_and_leaving_count_as_deliveries_for_the_share_consumer(nagar
     producer.send(dest, "job")
     producer.disconnect()
     first = got.frames.get(timeout=10)
+    assert first.headers["delivery-count"] == "1"
     a.nack(first.headers["ack"])  # requeued: back to the only consumer, redelivered
     again = got.frames.get(timeout=10)
     assert again.headers["redelivered"] == "true"
+    assert again.headers["delivery-count"] == "2"
     a.disconnect()  # never acknowledged: requeued again
     out = run_worker(nagare.kafka, name, "consume", f"queue.{name}", 1)
     values, counts = consumed(out)

@@ -25,6 +25,9 @@ pub struct Delivery {
     pub offset: i64,
     pub record: Arc<Record>,
     pub redelivered: bool,
+    /// How many times the message was handed out, this time included (STOMP and share
+    /// group deliveries alike; Kafka's `deliveryCount`).
+    pub delivery_count: i16,
 }
 
 /// Where a consumer's messages go. `deliver` gets every message one dispatch round hands
@@ -394,8 +397,9 @@ impl Queue {
             }
             let count = st.counts.entry(offset).or_insert(i16::from(redelivered));
             *count = count.saturating_add(1);
-            if *count >= 2 {
-                recounted.push((offset, *count));
+            let delivery_count = *count;
+            if delivery_count >= 2 {
+                recounted.push((offset, delivery_count));
             }
             let c = &mut st.consumers[k];
             c.delivered.push_back(offset);
@@ -409,6 +413,7 @@ impl Queue {
                 offset,
                 record,
                 redelivered,
+                delivery_count,
             });
         }
         let mark = rounds
