@@ -24,6 +24,8 @@ pub enum ConfigSource {
     DynamicDefaultBrokerConfig = 3,
     StaticBrokerConfig = 4,
     DefaultConfig = 5,
+    /// Set on a group (Kafka's DYNAMIC_GROUP_CONFIG: share groups' `share.*`).
+    DynamicGroupConfig = 8,
 }
 
 /// One topic config.

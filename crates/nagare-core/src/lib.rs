@@ -55,6 +55,7 @@ mod partition;
 pub mod producers;
 pub mod queues;
 pub mod security;
+pub mod share_groups;
 mod subsystems;
 mod topic;
 mod topic_name;

@@ -13,6 +13,7 @@ use crate::security::acl::AclOp;
 use crate::security::{
     Authorizer, LoginThrottle, Security, SecurityConfig, UserStore, UserStoreWriters,
 };
+use crate::share_groups::{ShareGroups, ShareGroupsBackground};
 use crate::transactions::{TransactionConfig, TransactionCoordinator, TransactionsBackground};
 use crate::{Broker, CoreError};
 
@@ -25,6 +26,8 @@ pub struct Subsystems {
     pub groups: Arc<GroupCoordinator>,
     /// Persistent queues with competing consumers (STOMP `/queue/`).
     pub queues: Arc<Queues>,
+    /// Kafka share groups (KIP-932), on the queues.
+    pub share_groups: Arc<ShareGroups>,
     /// Users, ACLs and the failed-login throttle of every front end.
     pub security: Security,
     /// Kafka transactions: transactional ids, their epochs and open transactions.
@@ -38,6 +41,7 @@ pub struct SubsystemTasks {
     producers: InternalLogWriter<Allocation>,
     groups: CoordinatorBackground,
     queues: QueuesBackground,
+    share_groups: ShareGroupsBackground,
     users: UserStoreWriters,
     acls: InternalLogWriter<AclOp>,
     transactions: TransactionsBackground,
@@ -64,6 +68,7 @@ impl Subsystems {
         let (producers, producers_writer) = Producers::open(broker)?;
         let (groups, groups_background) = GroupCoordinator::open(broker, groups)?;
         let (queues, queues_background) = Queues::open(broker.clone())?;
+        let (share_groups, share_groups_background) = ShareGroups::open(broker, queues.clone())?;
         let (users, users_writers) = UserStore::open(broker)?;
         let (authorizer, acls_writer) = Authorizer::open(
             broker,
@@ -77,6 +82,7 @@ impl Subsystems {
             producers,
             groups,
             queues,
+            share_groups,
             security: Security {
                 users: Arc::new(users),
                 authorizer: Arc::new(authorizer),
@@ -89,6 +95,7 @@ impl Subsystems {
             producers: producers_writer,
             groups: groups_background,
             queues: queues_background,
+            share_groups: share_groups_background,
             users: users_writers,
             acls: acls_writer,
             transactions: transactions_background,
@@ -104,6 +111,7 @@ impl SubsystemTasks {
         drop(tokio::spawn(self.producers.run()));
         drop(tokio::spawn(self.groups.run()));
         drop(tokio::spawn(self.queues.run()));
+        drop(tokio::spawn(self.share_groups.run()));
         drop(tokio::spawn(self.users.run()));
         drop(tokio::spawn(self.acls.run()));
         drop(tokio::spawn(self.transactions.run()));

@@ -93,6 +93,23 @@ pub fn group_error(e: &GroupError) -> ResponseError {
     }
 }
 
+/// The Kafka error for a share-group error.
+pub fn share_error(e: &nagare_core::share_groups::ShareError) -> ResponseError {
+    use nagare_core::share_groups::ShareError;
+    match e {
+        ShareError::UnknownMemberId => ResponseError::UnknownMemberId,
+        ShareError::FencedMemberEpoch => ResponseError::FencedMemberEpoch,
+        ShareError::SessionNotFound => ResponseError::ShareSessionNotFound,
+        ShareError::InvalidSessionEpoch => ResponseError::InvalidShareSessionEpoch,
+        ShareError::InvalidRequest(_) => ResponseError::InvalidRequest,
+        ShareError::InvalidConfig(_) => ResponseError::InvalidConfig,
+        ShareError::NotShareGroup(_) => ResponseError::GroupIdNotFound,
+        ShareError::GroupNotFound(_) => ResponseError::GroupIdNotFound,
+        ShareError::GroupNotEmpty(_) => ResponseError::NonEmptyGroup,
+        ShareError::Core(_) => ResponseError::CoordinatorNotAvailable,
+    }
+}
+
 /// The Kafka error for a produce (idempotence) error.
 pub fn produce_error(e: &ProduceError) -> ResponseError {
     match e {

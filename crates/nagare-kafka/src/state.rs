@@ -23,6 +23,8 @@ pub struct KafkaState {
     pub producers: Arc<Producers>,
     /// Consumer groups and committed offsets (the coordinator is this broker).
     pub groups: Arc<GroupCoordinator>,
+    /// Share groups (KIP-932) on the queues.
+    pub share: Arc<nagare_core::share_groups::ShareGroups>,
     /// Users, ACLs and the login throttle.
     pub security: Security,
     /// Transactional ids and their transactions (the coordinator is this broker).
@@ -60,6 +62,7 @@ impl KafkaState {
             config,
             producers: core.producers.clone(),
             groups: core.groups.clone(),
+            share: core.share_groups.clone(),
             security: core.security.clone(),
             transactions: core.transactions.clone(),
             advertised_host,

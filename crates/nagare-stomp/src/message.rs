@@ -17,6 +17,7 @@ const RESERVED: &[&str] = &[
     "ack",
     "content-length",
     "redelivered",
+    "delivery-count",
 ];
 
 /// Headers of a SEND that never travel with the message.
@@ -36,15 +37,21 @@ pub(crate) struct MessageHead {
 }
 
 impl MessageHead {
-    /// A record as a MESSAGE. `redelivered` is set for queue messages.
+    /// A record as a MESSAGE. `redelivered` is set for queue messages, and so is
+    /// `delivery_count` (the `delivery-count` header: the queue's count, shared with
+    /// Kafka share groups, 1 on the first delivery).
     pub(crate) fn encode_record(
         &self,
         out: &mut BytesMut,
         message_id: &str,
         redelivered: Option<bool>,
+        delivery_count: Option<i16>,
         record: &Record,
     ) {
         let mut w = self.begin(out, message_id, redelivered);
+        if let Some(n) = delivery_count {
+            w.header("delivery-count", &n.to_string());
+        }
         let mut has_key_header = false;
         for (k, v) in &record.headers {
             if RESERVED.contains(&k.as_str()) {

@@ -31,8 +31,13 @@ impl QueueSink for StompQueueSink {
         let mut acks = Vec::new();
         for d in &deliveries {
             let id = message_id(self.out.id, self.sub_num, d.offset);
-            self.head
-                .encode_record(&mut buf, &id, Some(d.redelivered), &d.record);
+            self.head.encode_record(
+                &mut buf,
+                &id,
+                Some(d.redelivered),
+                Some(d.delivery_count),
+                &d.record,
+            );
             if let Some(q) = &self.auto_ack {
                 acks.push((q.clone(), d.consumer, d.offset));
             }

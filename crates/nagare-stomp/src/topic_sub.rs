@@ -86,7 +86,7 @@ async fn follow(
         let read = partition.records_from(offset, room.len() as u64)?;
         for r in &read.records {
             let id = format!("{topic}@{index}:{}", r.offset);
-            head.encode_record(&mut buf, &id, Some(false), r);
+            head.encode_record(&mut buf, &id, Some(false), None, r);
         }
         if !read.records.is_empty() {
             partition.count_out(read.records.len() as u64, buf.len() as u64);

@@ -146,6 +146,7 @@ mod tests {
             floor: 3,
             above: [5, 6, 20].into_iter().collect(),
             delivered: 0,
+            ..AckState::default()
         };
         // 3..10 minus 5 and 6.
         assert_eq!(unacked_between(&acks, 0, 10), 5);

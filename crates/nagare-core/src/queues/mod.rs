@@ -13,16 +13,20 @@
 mod admin;
 mod persist;
 mod queue;
+mod share;
+#[cfg(test)]
+mod share_tests;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
 pub use admin::QueueInfo;
 pub use queue::{ConsumerId, Delivery, Queue, QueueSink, QueueStats};
+pub use share::{Acquired, Holder, Lease, Settle};
 
 use crate::internal_log::{InternalLog, InternalLogWriter, Ticket};
 use crate::{Broker, CoreError};
@@ -46,6 +50,9 @@ pub(crate) struct AckState {
     pub floor: i64,
     pub above: BTreeSet<i64>,
     pub delivered: i64,
+    /// Delivery counts above 1 of messages not yet acknowledged (redelivered ones), so
+    /// a restart keeps counting toward a share group's delivery limit.
+    pub counts: BTreeMap<i64, i16>,
 }
 
 impl AckState {
@@ -60,6 +67,10 @@ impl AckState {
         self.above.insert(offset);
         while self.above.remove(&self.floor) {
             self.floor += 1;
+        }
+        if !self.counts.is_empty() {
+            self.counts.remove(&offset);
+            self.counts = self.counts.split_off(&self.floor);
         }
     }
 }
@@ -134,9 +145,120 @@ impl Queues {
             return Ok(q.clone());
         }
         let acks = self.replayed.lock().remove(name).unwrap_or_default();
-        let q = Queue::new(name, partition, acks, Arc::downgrade(self));
+        let q = Queue::new(name, partition, acks, Arc::downgrade(self), true);
         map.insert(name.to_string(), q.clone());
         Ok(q)
+    }
+
+    /// The queue a share group keeps over partition `partition` of an ordinary topic,
+    /// opened on first use and known in the queue log as `key`. A new one starts at the
+    /// log end (`earliest` false, Kafka's `share.auto.offset.reset=latest`) or at the log
+    /// start, and that start is stored at once so a restart does not move it. Unlike a
+    /// STOMP queue it never trims the topic, which belongs to others. Blocking the first
+    /// time (reads the partition's offsets).
+    pub fn share_queue(
+        self: &Arc<Self>,
+        key: &str,
+        topic: &str,
+        partition: i32,
+        earliest: bool,
+    ) -> Result<Arc<Queue>, CoreError> {
+        if let Some(q) = self.queues.lock().get(key) {
+            return Ok(q.clone());
+        }
+        let t = self
+            .broker
+            .topic(topic)
+            .ok_or_else(|| CoreError::UnknownTopic(topic.to_string()))?;
+        let partition = t.partition(partition)?;
+        let mut map = self.queues.lock();
+        if let Some(q) = map.get(key) {
+            return Ok(q.clone());
+        }
+        let replayed = self.replayed.lock().remove(key);
+        let fresh = replayed.is_none();
+        let acks = replayed.unwrap_or_else(|| {
+            let start = if earliest {
+                partition.log_start_offset()
+            } else {
+                partition.log_end_offset()
+            };
+            AckState {
+                floor: start,
+                above: BTreeSet::new(),
+                delivered: start,
+                counts: BTreeMap::new(),
+            }
+        });
+        let q = Queue::new(key, partition, acks.clone(), Arc::downgrade(self), false);
+        if fresh {
+            drop(self.record_snapshot(&q.name().into(), &acks));
+        }
+        map.insert(key.to_string(), q.clone());
+        Ok(q)
+    }
+
+    /// Moves a share group's start offset on `key` (AlterShareGroupOffsets): everything
+    /// below `offset` counts as settled, nothing at or above it as delivered. Stored
+    /// durably before it returns. The queue must have no member holding messages.
+    pub async fn reset_share_queue(&self, key: &str, offset: i64) -> Result<(), CoreError> {
+        let state = AckState {
+            floor: offset,
+            above: BTreeSet::new(),
+            delivered: offset,
+            counts: BTreeMap::new(),
+        };
+        let open = self.queues.lock().remove(key);
+        if let Some(q) = open {
+            drop(q);
+        }
+        self.replayed.lock().insert(key.to_string(), state.clone());
+        self.record_snapshot(&key.into(), &state).stored().await
+    }
+
+    /// The stored start offset of a share queue not opened yet (DescribeShareGroupOffsets).
+    pub fn share_start(&self, key: &str) -> Option<i64> {
+        if let Some(q) = self.queues.lock().get(key) {
+            return Some(q.start_offset());
+        }
+        self.replayed.lock().get(key).map(|a| a.floor)
+    }
+
+    /// Every share queue whose key starts with `prefix`, with its start offset.
+    pub fn share_keys(&self, prefix: &str) -> Vec<(String, i64)> {
+        let mut out: Vec<(String, i64)> = self
+            .queues
+            .lock()
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(k, q)| (k.clone(), q.start_offset()))
+            .collect();
+        out.extend(
+            self.replayed
+                .lock()
+                .iter()
+                .filter(|(k, _)| k.starts_with(prefix))
+                .map(|(k, a)| (k.clone(), a.floor)),
+        );
+        out.sort();
+        out.dedup_by(|a, b| a.0 == b.0);
+        out
+    }
+
+    /// Forgets a share queue (DeleteShareGroupOffsets, DeleteGroups).
+    pub async fn delete_share_queue(&self, key: &str) -> Result<(), CoreError> {
+        self.queues.lock().remove(key);
+        self.replayed.lock().remove(key);
+        self.state_log
+            .push(
+                [QueueOp {
+                    queue: key.to_string(),
+                    change: Change::Deleted,
+                }],
+                true,
+            )
+            .stored()
+            .await
     }
 
     /// Waits until every acknowledgement so far is stored and fsynced (on shutdown).
@@ -165,6 +287,18 @@ impl Queues {
         let op = QueueOp {
             queue: queue.to_string(),
             change: Change::Delivered(mark),
+        };
+        drop(self.state_log.push([op], false));
+    }
+
+    /// Stores delivery counts above 1 (redeliveries: rare, so cheap enough to write each).
+    pub(crate) fn record_counts(&self, queue: &Arc<str>, counts: Vec<(i64, i16)>) {
+        if counts.is_empty() {
+            return;
+        }
+        let op = QueueOp {
+            queue: queue.to_string(),
+            change: Change::Counts(counts),
         };
         drop(self.state_log.push([op], false));
     }

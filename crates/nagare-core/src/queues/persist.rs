@@ -35,6 +35,10 @@ pub(crate) enum Change {
     Delivered(i64),
     /// The whole state (after a purge, and what records hold).
     Whole(AckState),
+    /// The queue is forgotten (a share group's offsets deleted): a tombstone.
+    Deleted,
+    /// Delivery counts above 1 of unacknowledged messages.
+    Counts(Vec<(i64, i16)>),
 }
 
 impl Change {
@@ -43,6 +47,16 @@ impl Change {
             Change::Acked(offsets) => offsets.into_iter().for_each(|o| state.ack(o)),
             Change::Delivered(mark) => state.delivered = state.delivered.max(mark),
             Change::Whole(s) => *state = s,
+            // Removed by the caller, which holds the map.
+            Change::Deleted => {}
+            Change::Counts(counts) => {
+                for (o, c) in counts {
+                    if !state.is_acked(o) {
+                        let e = state.counts.entry(o).or_insert(c);
+                        *e = (*e).max(c);
+                    }
+                }
+            }
         }
     }
 }
@@ -62,6 +76,14 @@ impl InternalOp for QueueOp {
 
     /// The queue's whole state once this change is applied to `state`.
     fn encode_in(&self, state: &Self::State, timestamp: i64) -> NewRecord {
+        if self.change == Change::Deleted {
+            return NewRecord {
+                key: Some(self.key()),
+                value: None,
+                headers: Vec::new(),
+                timestamp,
+            };
+        }
         let whole = match &self.change {
             Change::Whole(s) => s.clone(),
             change => {
@@ -74,6 +96,7 @@ impl InternalOp for QueueOp {
             floor: whole.floor,
             above: ranges(whole.above.iter().copied()),
             delivered: whole.delivered,
+            counts: whole.counts.iter().map(|(&o, &c)| (o, c)).collect(),
         };
         NewRecord {
             key: Some(self.key()),
@@ -84,6 +107,13 @@ impl InternalOp for QueueOp {
     }
 
     fn decode(record: &Record) -> Option<Self> {
+        if record.value.is_none() {
+            let queue = String::from_utf8(record.key.as_deref()?.to_vec()).ok()?;
+            return Some(QueueOp {
+                queue,
+                change: Change::Deleted,
+            });
+        }
         match read(record)? {
             (
                 queue,
@@ -91,16 +121,23 @@ impl InternalOp for QueueOp {
                     floor,
                     above,
                     delivered,
+                    counts,
                 },
             ) => Some(QueueOp {
                 queue,
-                change: Change::Whole(whole(floor, &above, delivered)?),
+                change: Change::Whole(whole(floor, &above, delivered, &counts)?),
             }),
             _ => None,
         }
     }
 
     fn replay(record: &Record, state: &mut Self::State) -> Replayed {
+        if record.value.is_none() {
+            if let Some(key) = record.key.as_deref() {
+                state.remove(&*String::from_utf8_lossy(key));
+                return Replayed::Current;
+            }
+        }
         let Some((queue, stored)) = read(record) else {
             return Replayed::Unreadable;
         };
@@ -109,7 +146,8 @@ impl InternalOp for QueueOp {
                 floor,
                 above,
                 delivered,
-            } => match whole(floor, &above, delivered) {
+                counts,
+            } => match whole(floor, &above, delivered, &counts) {
                 Some(s) => {
                     state.insert(queue, s);
                     Replayed::Current
@@ -133,6 +171,10 @@ impl InternalOp for QueueOp {
     }
 
     fn apply(self, state: &mut Self::State) {
+        if self.change == Change::Deleted {
+            state.remove(&self.queue);
+            return;
+        }
         self.change.apply(state.entry(self.queue).or_default());
     }
 
@@ -159,6 +201,9 @@ enum Stored {
         above: Vec<(i64, i64)>,
         #[serde(default)]
         delivered: i64,
+        /// Delivery counts above 1 (absent before share groups).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        counts: Vec<(i64, i16)>,
     },
 }
 
@@ -169,11 +214,17 @@ fn read(r: &Record) -> Option<(String, Stored)> {
 }
 
 /// A queue's state from a stored one; `None` for a corrupt one.
-fn whole(floor: i64, above: &[(i64, i64)], delivered: i64) -> Option<AckState> {
+fn whole(
+    floor: i64,
+    above: &[(i64, i64)],
+    delivered: i64,
+    counts: &[(i64, i16)],
+) -> Option<AckState> {
     Some(AckState {
         floor,
         above: expand(above)?.into_iter().collect(),
         delivered,
+        counts: counts.iter().copied().collect(),
     })
 }
 
@@ -263,6 +314,7 @@ mod tests {
                 floor: 5,
                 above: [7, 8, 10].into_iter().collect(),
                 delivered: 11,
+                counts: [(9, 3)].into_iter().collect(),
             }),
         };
         assert_eq!(decoded(op.encode(0)), Some(op));
@@ -275,6 +327,7 @@ mod tests {
             floor: 2,
             above: [4].into_iter().collect(),
             delivered: 5,
+            ..AckState::default()
         };
         let state = HashMap::from([("q".to_string(), before)]);
         let acked = QueueOp {

@@ -25,6 +25,9 @@ pub struct Delivery {
     pub offset: i64,
     pub record: Arc<Record>,
     pub redelivered: bool,
+    /// How many times the message was handed out, this time included (STOMP and share
+    /// group deliveries alike; Kafka's `deliveryCount`).
+    pub delivery_count: i16,
 }
 
 /// Where a consumer's messages go. `deliver` gets every message one dispatch round hands
@@ -44,21 +47,26 @@ struct Consumer {
     delivered: VecDeque<i64>,
 }
 
-struct State {
+pub(super) struct State {
     /// Next offset of the topic to read into `ready`.
-    next_read: i64,
+    pub(super) next_read: i64,
     /// Read or requeued, not yet delivered, by offset (requeued ones go first because
     /// they are older); the flag says whether it was delivered before.
-    ready: BTreeMap<i64, (Arc<Record>, bool)>,
-    in_flight: HashMap<i64, Arc<Record>>,
+    pub(super) ready: BTreeMap<i64, (Arc<Record>, bool)>,
+    pub(super) in_flight: HashMap<i64, Arc<Record>>,
     consumers: Vec<Consumer>,
     /// Round-robin position in `consumers`.
     turn: usize,
     next_consumer: ConsumerId,
-    acks: AckState,
+    pub(super) acks: AckState,
     /// Messages handed out again (after a NACK, a consumer leaving, or a restart) since
     /// the queue was opened: what an operator watches for poison messages.
     redeliveries: u64,
+    /// How many times each unsettled message was handed out (STOMP deliveries and share
+    /// acquisitions alike: the count is the queue's, not the protocol's).
+    pub(super) counts: HashMap<i64, i16>,
+    /// Messages acquired by share-group members (pull), with their acquisition locks.
+    pub(super) leases: HashMap<i64, super::share::Lease>,
 }
 
 /// What an operator sees of a queue (the HTTP admin API, `nagare queue`).
@@ -75,8 +83,13 @@ pub struct QueueStats {
 pub struct Queue {
     name: Arc<str>,
     partition: Arc<Partition>,
-    state: Mutex<State>,
+    pub(super) state: Mutex<State>,
     queues: Weak<Queues>,
+    /// Whether the topic is this queue's own (`queue.<Q>`), so acknowledged messages may
+    /// be trimmed from it; a share group over an ordinary topic must leave it alone.
+    owns_topic: bool,
+    /// Wakes share fetches waiting for messages (new, released or expired ones).
+    pub(super) available: tokio::sync::Notify,
 }
 
 impl Queue {
@@ -85,6 +98,7 @@ impl Queue {
         partition: Arc<Partition>,
         acks: AckState,
         queues: Weak<Queues>,
+        owns_topic: bool,
     ) -> Arc<Queue> {
         let q = Arc::new(Queue {
             name: name.into(),
@@ -95,11 +109,15 @@ impl Queue {
                 consumers: Vec::new(),
                 turn: 0,
                 next_consumer: 1,
+                counts: acks.counts.iter().map(|(&o, &c)| (o, c)).collect(),
                 acks,
                 redeliveries: 0,
+                leases: HashMap::new(),
             }),
             partition,
             queues,
+            owns_topic,
+            available: tokio::sync::Notify::new(),
         });
         q.trim();
         q
@@ -107,6 +125,9 @@ impl Queue {
 
     /// Drops acknowledged messages from the front of the queue's topic.
     pub(crate) fn trim(&self) {
+        if !self.owns_topic {
+            return;
+        }
         let floor = self.state.lock().acks.floor;
         let p = &self.partition;
         if floor > p.log_start_offset() && floor <= p.log_end_offset() {
@@ -283,13 +304,17 @@ impl Queue {
         let acked_between = st.acks.above.range(from..end).count() as i64;
         let purged = (end - from - acked_between).max(0) as u64;
         let above = st.acks.above.split_off(&end);
+        let counts = st.acks.counts.split_off(&end);
         st.acks = AckState {
             floor: st.acks.floor.max(end),
             above,
             delivered: st.acks.delivered.max(end),
+            counts,
         };
         st.ready = st.ready.split_off(&end);
         st.in_flight.retain(|&o, _| o >= end);
+        st.counts.retain(|&o, _| o >= end);
+        st.leases.retain(|&o, _| o >= end);
         st.next_read = st.next_read.max(end);
         let ticket = match self.queues.upgrade() {
             Some(q) => q.record_snapshot(&self.name, &st.acks),
@@ -302,12 +327,16 @@ impl Queue {
     /// someone to take them (the queues' background poll).
     pub(crate) fn pump_if_behind(&self) {
         let end = self.partition.log_end_offset();
-        let behind = {
+        let (behind, consumers) = {
             let st = self.state.lock();
-            end > st.next_read && !st.consumers.is_empty()
+            (end > st.next_read, !st.consumers.is_empty())
         };
-        if behind {
+        if behind && consumers {
             self.pump();
+        }
+        if behind {
+            // Share fetches waiting on this queue read the new records themselves.
+            self.available.notify_waiters();
         }
     }
 
@@ -317,27 +346,33 @@ impl Queue {
         self.pump_locked(&mut st);
     }
 
-    fn mark_acked(&self, st: &mut State, offsets: &[i64]) {
+    pub(super) fn mark_acked(&self, st: &mut State, offsets: &[i64]) {
         if offsets.is_empty() {
             return;
         }
         for &o in offsets {
             st.acks.ack(o);
+            st.counts.remove(&o);
         }
         if let Some(q) = self.queues.upgrade() {
             q.record_acks(&self.name, offsets);
         }
     }
 
-    fn pump_locked(&self, st: &mut State) {
+    pub(super) fn pump_locked(&self, st: &mut State) {
         // Rounds go on while consumers settle at once (auto-ack) and so regain credit.
         while self.pump_round(st) {}
+        if !st.ready.is_empty() {
+            // What STOMP consumers had no room for is there for share fetches.
+            self.available.notify_waiters();
+        }
     }
 
     /// One dispatch round; true if messages were settled at once (credit came back).
     fn pump_round(&self, st: &mut State) -> bool {
         // Messages of this round per consumer index, handed over together at the end.
         let mut rounds: Vec<Vec<Delivery>> = Vec::new();
+        let mut recounted = Vec::new();
         loop {
             if st.consumers.is_empty() {
                 break;
@@ -360,6 +395,12 @@ impl Queue {
             if redelivered {
                 st.redeliveries += 1;
             }
+            let count = st.counts.entry(offset).or_insert(i16::from(redelivered));
+            *count = count.saturating_add(1);
+            let delivery_count = *count;
+            if delivery_count >= 2 {
+                recounted.push((offset, delivery_count));
+            }
             let c = &mut st.consumers[k];
             c.delivered.push_back(offset);
             let consumer = c.id;
@@ -372,6 +413,7 @@ impl Queue {
                 offset,
                 record,
                 redelivered,
+                delivery_count,
             });
         }
         let mark = rounds
@@ -380,12 +422,8 @@ impl Queue {
             .map(|d| d.offset + 1)
             .max()
             .unwrap_or(0);
-        if mark > st.acks.delivered {
-            st.acks.delivered = mark;
-            if let Some(q) = self.queues.upgrade() {
-                q.record_delivered(&self.name, mark);
-            }
-        }
+        self.note_delivered(st, mark);
+        self.note_counts(recounted);
         let mut settled = Vec::new();
         for (k, batch) in rounds.into_iter().enumerate() {
             if batch.is_empty() {
@@ -407,8 +445,28 @@ impl Queue {
         !settled.is_empty()
     }
 
+    /// Stores delivery counts above 1 (see [`AckState::counts`]).
+    pub(super) fn note_counts(&self, counts: Vec<(i64, i16)>) {
+        if counts.is_empty() {
+            return;
+        }
+        if let Some(q) = self.queues.upgrade() {
+            q.record_counts(&self.name, counts);
+        }
+    }
+
+    /// Notes that everything below `mark` has been handed out at least once.
+    pub(super) fn note_delivered(&self, st: &mut State, mark: i64) {
+        if mark > st.acks.delivered {
+            st.acks.delivered = mark;
+            if let Some(q) = self.queues.upgrade() {
+                q.record_delivered(&self.name, mark);
+            }
+        }
+    }
+
     /// Reads the next records of the topic into `ready`; false if there are none.
-    fn refill(&self, st: &mut State) -> bool {
+    pub(super) fn refill(&self, st: &mut State) -> bool {
         let end = self.partition.log_end_offset();
         let mut gaps = Vec::new();
         while st.ready.is_empty() && st.next_read < end {

@@ -23,12 +23,15 @@ use crate::KafkaState;
 /// Kafka `ConfigResource.Type` codes.
 pub(crate) const TOPIC: i8 = 2;
 pub(crate) const BROKER: i8 = 4;
+pub(crate) const GROUP: i8 = 32;
 
 /// A resource a config request may name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Resource {
     Topic(String),
     Broker(BrokerScope),
+    /// A group's configs (Kafka 4.x's `share.*` group configs).
+    Group(String),
 }
 
 /// A refusal: the error code and its message.
@@ -82,6 +85,20 @@ pub(crate) fn resolve(
                     format!("invalid broker id {name:?}"),
                 )),
             }
+        }
+        GROUP => {
+            let op = if op == Operation::AlterConfigs {
+                Operation::AlterConfigs
+            } else {
+                Operation::DescribeConfigs
+            };
+            if !session.allowed(op, nagare_core::security::ResourceType::Group, name) {
+                return Err((
+                    ResponseError::GroupAuthorizationFailed,
+                    format!("not authorized to {op:?} group {name:?}"),
+                ));
+            }
+            Ok(Resource::Group(name.to_string()))
         }
         other => Err((
             ResponseError::InvalidRequest,
@@ -172,6 +189,7 @@ pub(crate) fn current(
     match resource {
         Resource::Topic(name) => state.broker.topic_overrides(name).map_err(refusal),
         Resource::Broker(scope) => Ok(state.broker.dynamic_broker_configs(*scope)),
+        Resource::Group(name) => Ok(state.share.overrides(name)),
     }
 }
 
@@ -191,6 +209,10 @@ pub(crate) fn replace(
             .broker
             .set_dynamic_broker_configs(*scope, configs, validate_only)
             .map_err(refusal),
+        Resource::Group(name) => state
+            .share
+            .set_overrides(name, configs.clone(), validate_only)
+            .map_err(|e| (crate::errors::share_error(&e), e.to_string())),
     }
 }
 
@@ -205,6 +227,7 @@ pub(crate) fn is_list(resource: &Resource, name: &str) -> bool {
     let topic_name = match resource {
         Resource::Topic(_) => Some(name),
         Resource::Broker(_) => topic_config_for_broker(name).map(|(n, _)| n),
+        Resource::Group(_) => None,
     };
     topic_name
         .and_then(topic_config_def)
@@ -229,5 +252,6 @@ pub(crate) fn effective_value(
             .into_iter()
             .find(|e| e.name == name)
             .and_then(|e| e.value),
+        Resource::Group(_) => nagare_core::share_groups::config_default(name).map(str::to_string),
     }
 }

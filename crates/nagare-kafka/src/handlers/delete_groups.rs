@@ -32,11 +32,13 @@ async fn handle(
         .iter()
         .map(|g| session.group_allowed(Operation::Delete, g))
         .collect();
+    // Share groups are the share-group coordinator's.
+    let share = super::share_groups_admin::delete(&state, &request.groups_names, &authorized).await;
     let ids: Vec<String> = request
         .groups_names
         .iter()
         .zip(&authorized)
-        .filter(|(_, ok)| **ok)
+        .filter(|(g, ok)| **ok && !share.contains_key(g.0.as_str()))
         .map(|(g, _)| g.0.to_string())
         .collect();
     let mut deleted = state.groups.delete_groups(&ids).await.into_iter();
@@ -47,6 +49,8 @@ async fn handle(
         .map(|(id, ok)| {
             let error = if !ok {
                 ResponseError::GroupAuthorizationFailed.counted()
+            } else if let Some(code) = share.get(id.0.as_str()) {
+                *code
             } else {
                 match deleted.next() {
                     Some(r) => r.err().map_or(errors::NONE, |e| group_error(&e).counted()),

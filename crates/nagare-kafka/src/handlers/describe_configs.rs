@@ -34,6 +34,7 @@ async fn handle(
         let entries = match &resource {
             Resource::Topic(name) => state.broker.describe_topic_configs(name).map_err(refusal)?,
             Resource::Broker(scope) => broker_entries(&state, *scope),
+            Resource::Group(group) => group_entries(&state, group),
         };
         let keys = r.configuration_keys.as_ref();
         let configs = entries
@@ -55,6 +56,38 @@ async fn handle(
         &DescribeConfigsResponse::default().with_results(answers),
         req.version,
     )
+}
+
+/// A group's configs: every share-group config, set or default.
+fn group_entries(state: &KafkaState, group: &str) -> Vec<ConfigEntry> {
+    let set = state.share.overrides(group);
+    nagare_core::share_groups::GROUP_CONFIGS
+        .iter()
+        .map(|(name, default)| {
+            let (value, source) = match set.get(*name) {
+                Some(v) => (v.clone(), ConfigSource::DynamicGroupConfig),
+                None => (default.to_string(), ConfigSource::DefaultConfig),
+            };
+            ConfigEntry {
+                name: name.to_string(),
+                value: Some(value.clone()),
+                source,
+                read_only: false,
+                sensitive: false,
+                kind: if value.parse::<i64>().is_ok() {
+                    ConfigType::Int
+                } else {
+                    ConfigType::String
+                },
+                doc: "",
+                synonyms: vec![ConfigSynonym {
+                    name: name.to_string(),
+                    value: Some(value),
+                    source,
+                }],
+            }
+        })
+        .collect()
 }
 
 /// The broker's entries: the core's, plus what only the Kafka front end knows.

@@ -39,7 +39,7 @@ async fn handle(
     // Describe on the cluster lists every group; otherwise only those the client may
     // describe.
     let all = session.cluster_allowed(Operation::Describe);
-    let groups = state
+    let mut groups: Vec<ListedGroup> = state
         .groups
         .list_groups()
         .into_iter()
@@ -61,5 +61,8 @@ async fn handle(
             listed
         })
         .collect();
+    groups.extend(super::share_groups_admin::listed(
+        &state, &session, &request, &states, v,
+    ));
     encode(&ListGroupsResponse::default().with_groups(groups), v)
 }

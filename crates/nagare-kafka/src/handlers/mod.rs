@@ -17,6 +17,7 @@ use crate::{KafkaError, KafkaState, Reply};
 pub(crate) mod add_offsets_to_txn;
 pub(crate) mod add_partitions_to_txn;
 pub(crate) mod alter_configs;
+pub(crate) mod alter_share_group_offsets;
 pub(crate) mod alter_user_scram_credentials;
 pub(crate) mod api_versions;
 pub(crate) mod config_resources;
@@ -28,6 +29,7 @@ pub(crate) mod create_topics;
 pub(crate) mod delete_acls;
 pub(crate) mod delete_groups;
 pub(crate) mod delete_records;
+pub(crate) mod delete_share_group_offsets;
 pub(crate) mod delete_topics;
 pub(crate) mod describe_acls;
 pub(crate) mod describe_cluster;
@@ -35,6 +37,7 @@ pub(crate) mod describe_configs;
 pub(crate) mod describe_groups;
 pub(crate) mod describe_log_dirs;
 pub(crate) mod describe_producers;
+pub(crate) mod describe_share_group_offsets;
 pub(crate) mod describe_topic_partitions;
 pub(crate) mod describe_transactions;
 pub(crate) mod describe_user_scram_credentials;
@@ -57,6 +60,13 @@ pub(crate) mod offset_for_leader_epoch;
 pub(crate) mod produce;
 pub(crate) mod sasl_authenticate;
 pub(crate) mod sasl_handshake;
+pub(crate) mod share_acknowledge;
+pub(crate) mod share_common;
+pub(crate) mod share_fetch;
+pub(crate) mod share_group_describe;
+pub(crate) mod share_group_heartbeat;
+pub(crate) mod share_groups_admin;
+pub(crate) mod share_v2;
 pub(crate) mod sync_group;
 pub(crate) mod txn_offset_commit;
 
@@ -130,6 +140,13 @@ pub(crate) static REGISTRY: &[Handler] = &[
     describe_transactions::HANDLER,
     list_transactions::HANDLER,
     describe_producers::HANDLER,
+    share_group_heartbeat::HANDLER,
+    share_fetch::HANDLER,
+    share_acknowledge::HANDLER,
+    share_group_describe::HANDLER,
+    describe_share_group_offsets::HANDLER,
+    alter_share_group_offsets::HANDLER,
+    delete_share_group_offsets::HANDLER,
 ];
 
 /// One slot per API key number: the handler of every implemented key, found with one
