@@ -318,7 +318,8 @@ fn rescan(
 }
 
 /// `txn-checkpoint`: the offset, then one `producer_id first_offset` line per open
-/// transaction. Written to a temporary file, fsynced and renamed over the old one.
+/// transaction. Written to a temporary file, fsynced and renamed over the old one, and the
+/// directory fsynced.
 fn write_checkpoint(
     io: &Io,
     dir: &Path,
@@ -341,7 +342,10 @@ fn write_checkpoint(
         .and_then(|()| io.storage.sync_data(&f))
         .map_err(io_err(&tmp))?;
     drop(f);
-    io.storage.rename(&tmp, &path).map_err(io_err(&path))
+    io.storage.rename(&tmp, &path).map_err(io_err(&path))?;
+    // The rename is durable only with the directory: the recovery point written next must
+    // not survive a power cut without the checkpoint it relies on.
+    io.sync_dir(dir).map_err(io_err(dir))
 }
 
 fn read_checkpoint(io: &Io, dir: &Path) -> Option<(i64, HashMap<i64, i64>)> {
