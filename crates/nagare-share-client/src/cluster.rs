@@ -133,18 +133,27 @@ impl Cluster {
         });
         targets.extend((0..self.settings.bootstrap.len()).map(Target::Bootstrap));
         let deadline = Instant::now() + self.settings.request_timeout;
-        let mut failures = Vec::new();
+        let mut failures: Vec<ShareError> = Vec::new();
         for target in targets {
             match tokio::time::timeout_at(deadline, self.connect(target)).await {
                 Ok(Ok(conn)) => return Ok(conn),
-                Ok(Err(e)) => failures.push(e.to_string()),
+                Ok(Err(e)) => failures.push(e),
                 Err(_) => {
-                    failures.push(format!("{target:?}: out of time"));
+                    failures.push(ShareError::Unreachable(format!("{target:?}: out of time")));
                     break;
                 }
             }
         }
-        Err(ShareError::Unreachable(failures.join("; ")))
+        // A broker that answered but refused (a login, a TLS name, a version) says more
+        // than the ones that did not answer.
+        if let Some(refused) = failures
+            .iter()
+            .find(|e| !matches!(e, ShareError::Unreachable(_)))
+        {
+            return Err(refused.clone());
+        }
+        let all: Vec<String> = failures.iter().map(|e| e.to_string()).collect();
+        Err(ShareError::Unreachable(all.join("; ")))
     }
 
     /// Asks for the metadata of `topics` (names, ids, leaders, the brokers), unless a

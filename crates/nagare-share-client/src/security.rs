@@ -247,10 +247,19 @@ impl Tls {
         };
         let name = ServerName::try_from(host.to_string())
             .map_err(|e| ShareError::Config(format!("{addr}: not a TLS server name: {e}")))?;
-        self.connector
-            .connect(name, tcp)
-            .await
-            .map_err(|e| ShareError::Unreachable(format!("{addr}: TLS handshake failed: {e}")))
+        self.connector.connect(name, tcp).await.map_err(|e| {
+            // The broker's certificate refused (or ours by it) is not a network matter:
+            // trying again will not help.
+            let refused = e
+                .get_ref()
+                .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some());
+            let what = format!("{addr}: TLS handshake failed: {e}");
+            if refused {
+                ShareError::Protocol(what)
+            } else {
+                ShareError::Unreachable(what)
+            }
+        })
     }
 }
 

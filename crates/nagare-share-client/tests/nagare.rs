@@ -325,6 +325,21 @@ async fn sasl_ssl_with_every_mechanism() {
     );
     let refused = ShareConsumer::join(plain_tls, "g-secure", vec!["secure".into()]).await;
     assert!(refused.is_err());
+    // The certificate names 127.0.0.1, not localhost: refused, unless names are not
+    // checked (ssl.endpoint.identification.algorithm=none; the chain still is).
+    let port = n.addr.rsplit_once(':').unwrap().1;
+    let mut by_name = secured("PLAIN", "alice-secret");
+    by_name.bootstrap = vec![format!("localhost:{port}")];
+    let err = share_groups_supported(&by_name).await.unwrap_err();
+    assert!(
+        matches!(err, ShareError::Protocol(ref m) if m.contains("TLS")),
+        "{err}"
+    );
+    by_name.properties.push((
+        "ssl.endpoint.identification.algorithm".into(),
+        "none".into(),
+    ));
+    assert!(share_groups_supported(&by_name).await.unwrap());
     // Plaintext to a TLS listener: no answer it can read.
     let mut cleartext = config(&n.addr);
     cleartext.request_timeout = Duration::from_secs(2);
