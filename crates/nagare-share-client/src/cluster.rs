@@ -152,7 +152,13 @@ impl Cluster {
         {
             return Err(refused.clone());
         }
-        let all: Vec<String> = failures.iter().map(|e| e.to_string()).collect();
+        let all: Vec<String> = failures
+            .into_iter()
+            .map(|e| match e {
+                ShareError::Unreachable(why) => why,
+                other => other.to_string(),
+            })
+            .collect();
         Err(ShareError::Unreachable(all.join("; ")))
     }
 

@@ -37,15 +37,8 @@ struct Node {
     /// No new fetch before this, after a failure.
     retry_at: Mutex<Option<Instant>>,
     failures: AtomicU32,
-}
-
-/// How the latest fetches went, for `poll` to tell "nothing to read" from "cannot read".
-#[derive(Default)]
-struct Outcomes {
-    last_ok: Option<Instant>,
-    last_unreachable: Option<(Instant, ShareError)>,
-    /// An error retrying will not fix, reported once by the next poll.
-    failed: Option<ShareError>,
+    /// Why the latest fetch could not reach the broker; `None` once one did.
+    unreachable: Mutex<Option<ShareError>>,
 }
 
 pub(crate) struct Shared {
@@ -57,7 +50,8 @@ pub(crate) struct Shared {
     acks: Mutex<PendingAcks>,
     buffer: Mutex<VecDeque<ShareRecord>>,
     nodes: Mutex<HashMap<i32, Arc<Node>>>,
-    outcomes: Mutex<Outcomes>,
+    /// A fetch refused for a reason retrying will not fix, reported once by a poll.
+    refused: Mutex<Option<ShareError>>,
     last_refresh: Mutex<Option<Instant>>,
     wake: Notify,
     closed: AtomicBool,
@@ -83,7 +77,7 @@ impl Shared {
             acks: Mutex::new(PendingAcks::default()),
             buffer: Mutex::new(VecDeque::new()),
             nodes: Mutex::new(HashMap::new()),
-            outcomes: Mutex::new(Outcomes::default()),
+            refused: Mutex::new(None),
             last_refresh: Mutex::new(None),
             wake: Notify::new(),
             closed: AtomicBool::new(false),
@@ -186,6 +180,10 @@ impl Shared {
         plan
     }
 
+    /// Waits for records up to `wait`. What keeps records from coming (the cluster out of
+    /// reach, a refusal) is answered as an error once `wait` or the request timeout,
+    /// whichever is shorter, has passed with it: promptly, yet never in a burst a caller
+    /// polling in a loop would spin on.
     pub(crate) async fn poll(
         self: &Arc<Self>,
         max_records: usize,
@@ -194,7 +192,10 @@ impl Shared {
         let max = max_records.clamp(1, i32::MAX as usize);
         let started = Instant::now();
         let deadline = started + wait;
+        let report_at = started + wait.min(self.settings.request_timeout);
         let mut view_changes = self.membership.subscribe();
+        // A fetch refused for good during this poll.
+        let mut refused: Option<ShareError> = None;
         loop {
             // Registered before looking, so a fetch finishing in between still wakes us.
             let woken = self.wake.notified();
@@ -206,24 +207,31 @@ impl Shared {
             if let Some(records) = self.take_buffered(max) {
                 return Ok(records);
             }
-            if let Some(e) = self.outcomes.lock().failed.take() {
-                return Err(e);
+            if let Some(e) = self.refused.lock().take() {
+                refused = Some(e);
             }
             let view = view_changes.borrow_and_update().clone();
+            let mut trouble = refused.clone();
             if let Health::Failed(e) = &view.health {
-                return Err(e.clone());
+                trouble = Some(e.clone());
             }
-            self.ensure_metadata(&view).await?;
+            if let Err(e) = self.ensure_metadata(&view).await {
+                trouble.get_or_insert(e);
+            }
             let plan = self.plan(&view);
             if plan.is_empty() {
                 if let Health::Retrying(e @ ShareError::Unreachable(_)) = &view.health {
-                    return Err(e.clone());
+                    trouble.get_or_insert(e.clone());
                 }
+            } else if let Some(e) = self.all_unreachable(&plan) {
+                trouble.get_or_insert(e);
             }
             let now = Instant::now();
-            let remaining = deadline.saturating_duration_since(now);
             let limits = Limits {
-                max_wait_ms: remaining.min(self.settings.fetch_wait_max).as_millis() as i32,
+                max_wait_ms: deadline
+                    .saturating_duration_since(now)
+                    .min(self.settings.fetch_wait_max)
+                    .as_millis() as i32,
                 max_records: max as i32,
                 max_bytes: self.settings.fetch_max_bytes,
             };
@@ -241,11 +249,11 @@ impl Shared {
                 }
                 tokio::spawn(self.clone().round(id, node, wanted, limits));
             }
-            if self.cannot_reach_since(started) {
-                let outcomes = self.outcomes.lock();
-                if let Some((_, e)) = &outcomes.last_unreachable {
-                    return Err(e.clone());
+            if let Some(e) = trouble {
+                if now >= report_at {
+                    return Err(e);
                 }
+                wake_at = wake_at.min(report_at);
             }
             if now >= deadline {
                 return Ok(Vec::new());
@@ -258,22 +266,15 @@ impl Shared {
         }
     }
 
-    /// No fetch is running, one failed to reach its broker since `since`, and none
-    /// reached one since.
-    fn cannot_reach_since(&self, since: Instant) -> bool {
-        if self
-            .nodes
-            .lock()
-            .values()
-            .any(|n| n.busy.load(Ordering::Acquire))
-        {
-            return false;
+    /// The error of the brokers to fetch from when the latest try of every one of them
+    /// failed to reach it (a retry in flight does not hide it: no flapping).
+    fn all_unreachable(&self, plan: &Plan) -> Option<ShareError> {
+        let mut first = None;
+        for id in plan.keys() {
+            let e = self.node(*id).unreachable.lock().clone()?;
+            first.get_or_insert(e);
         }
-        let o = self.outcomes.lock();
-        match &o.last_unreachable {
-            Some((at, _)) if *at >= since => o.last_ok.is_none_or(|ok| ok < since),
-            _ => false,
-        }
+        first
     }
 
     /// One fetch with one node, run as its own task; its outcome decides when the node
@@ -290,7 +291,7 @@ impl Shared {
         let retry = match result {
             Ok(()) => {
                 node.failures.store(0, Ordering::Relaxed);
-                self.outcomes.lock().last_ok = Some(now);
+                *node.unreachable.lock() = None;
                 None
             }
             // A new session is opened at once.
@@ -302,13 +303,13 @@ impl Shared {
                 let failures = node.failures.fetch_add(1, Ordering::Relaxed);
                 let pause = self.settings.backoff_for(failures);
                 tracing::debug!(node = id, error = %e, ?pause, "share fetch failed");
-                let mut o = self.outcomes.lock();
                 match e {
-                    ShareError::Unreachable(_) => o.last_unreachable = Some((now, e)),
-                    e if e.is_retriable() => {}
+                    ShareError::Unreachable(_) => *node.unreachable.lock() = Some(e),
+                    e if e.is_retriable() => *node.unreachable.lock() = None,
                     e => {
                         tracing::warn!(node = id, error = %e, "share fetch refused");
-                        o.failed = Some(e);
+                        *node.unreachable.lock() = None;
+                        *self.refused.lock() = Some(e);
                     }
                 }
                 Some(now + pause)

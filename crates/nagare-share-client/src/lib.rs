@@ -203,6 +203,7 @@ impl ShareConsumer {
             &member_id,
         ));
         let (stop, stopped) = watch::channel(false);
+        let first = membership.after_beat(first);
         let heartbeat = tokio::spawn(membership.run(first, stopped));
         Ok(ShareConsumer {
             shared,

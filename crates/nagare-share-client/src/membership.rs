@@ -23,6 +23,10 @@ use crate::ShareError;
 const LEAVE_EPOCH: i32 = -1;
 /// Heartbeats never come faster than this, whatever the coordinator says.
 const MIN_INTERVAL: Duration = Duration::from_millis(50);
+/// The heartbeat interval while nothing is assigned. Kafka assigns a partition only once
+/// its share state is initialized, on a heartbeat after the join: at the coordinator's
+/// interval (5 s by default) a new member would idle that long before its first record.
+const UNASSIGNED_INTERVAL: Duration = Duration::from_millis(500);
 
 /// How the membership is doing, as `poll` reports it.
 #[derive(Debug, Clone, Default)]
@@ -176,21 +180,35 @@ impl Membership {
         let mut st = self.state.lock().await;
         let next = self.exchange(&mut st).await;
         let epoch = st.epoch;
-        self.view.send_modify(|v| match &next {
-            Next::Beat(_, assignment) => {
-                v.epoch = epoch;
-                v.health = Health::Ok;
-                if let Some(a) = assignment {
-                    v.assigned = Arc::new(a.clone());
+        // Watchers (polls waiting for an assignment) wake only for a real change.
+        self.view.send_if_modified(|v| {
+            let before = (
+                v.epoch,
+                v.assigned.clone(),
+                std::mem::discriminant(&v.health),
+            );
+            match &next {
+                Next::Beat(_, assignment) => {
+                    v.epoch = epoch;
+                    v.health = Health::Ok;
+                    if let Some(a) = assignment {
+                        v.assigned = Arc::new(a.clone());
+                    }
                 }
+                Next::Rejoin(e) => {
+                    v.epoch = 0;
+                    v.assigned = Arc::default();
+                    v.health = Health::Retrying(e.clone());
+                }
+                Next::Rediscover(e) => v.health = Health::Retrying(e.clone()),
+                Next::Failed(e) => v.health = Health::Failed(e.clone()),
             }
-            Next::Rejoin(e) => {
-                v.epoch = 0;
-                v.assigned = Arc::default();
-                v.health = Health::Retrying(e.clone());
-            }
-            Next::Rediscover(e) => v.health = Health::Retrying(e.clone()),
-            Next::Failed(e) => v.health = Health::Failed(e.clone()),
+            before
+                != (
+                    v.epoch,
+                    v.assigned.clone(),
+                    std::mem::discriminant(&v.health),
+                )
         });
         match &next {
             Next::Beat(_, Some(a)) => {
@@ -243,6 +261,15 @@ impl Membership {
         }
     }
 
+    /// The wait before the next heartbeat, the coordinator having said `interval`.
+    pub(crate) fn after_beat(&self, interval: Duration) -> Duration {
+        if self.view.borrow().assigned.is_empty() {
+            interval.min(UNASSIGNED_INTERVAL)
+        } else {
+            interval
+        }
+    }
+
     /// Heartbeats until `stop` says so: at the coordinator's interval, at once to rejoin,
     /// with a growing pause while the coordinator is away, slowly while refused.
     pub(crate) async fn run(self: Arc<Self>, first: Duration, mut stop: watch::Receiver<bool>) {
@@ -261,9 +288,16 @@ impl Membership {
             wait = match next {
                 Next::Beat(interval, _) => {
                     failures = 0;
-                    interval
+                    self.after_beat(interval)
                 }
-                Next::Rejoin(_) => Duration::ZERO,
+                // At once, unless rejoining is what just failed.
+                Next::Rejoin(_) => {
+                    failures = failures.saturating_add(1);
+                    match failures {
+                        1 => Duration::ZERO,
+                        n => settings.backoff_for(n - 2),
+                    }
+                }
                 Next::Rediscover(_) => {
                     failures = failures.saturating_add(1);
                     settings.backoff_for(failures - 1)

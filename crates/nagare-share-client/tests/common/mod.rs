@@ -27,6 +27,11 @@ pub(crate) const CODECS: [Compression; 5] = [
 ];
 
 pub(crate) fn config(bootstrap: &str) -> ShareClientConfig {
+    // RUST_LOG=nagare_share_client=debug shows what the client does.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
     ShareClientConfig {
         bootstrap: vec![bootstrap.to_string()],
         client_id: "share-client-test".into(),
@@ -65,12 +70,23 @@ pub(crate) async fn produce(
                 .unwrap()
                 .unwrap(),
         };
-        let answer = conn
-            .produce(topic, partition, batch.freeze(), -1)
-            .await
-            .expect("produce")
-            .expect("an answer");
-        assert_eq!(answer.error_code, 0, "produce to {topic}-{partition}");
+        let batch = batch.freeze();
+        // A topic just created may not have its leader everywhere yet (Kafka answers
+        // NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION for a moment).
+        let mut tries = 0;
+        loop {
+            let answer = conn
+                .produce(topic, partition, batch.clone(), -1)
+                .await
+                .expect("produce")
+                .expect("an answer");
+            tries += 1;
+            match answer.error_code {
+                0 => break,
+                3 | 6 if tries < 50 => tokio::time::sleep(Duration::from_millis(100)).await,
+                code => panic!("produce to {topic}-{partition}: error {code}"),
+            }
+        }
     }
 }
 
