@@ -347,6 +347,35 @@ async fn sasl_ssl_with_every_mechanism() {
     n.stop().await;
 }
 
+/// SASL without TLS: SCRAM-SHA-512 over plaintext.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sasl_plaintext() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = Nagare::start(
+        dir.path(),
+        Options {
+            users: vec![("bob", "bob-secret")],
+            ..Options::default()
+        },
+    )
+    .await;
+    let mut c = config(&n.addr);
+    c.properties.extend(
+        [
+            ("security.protocol", "SASL_PLAINTEXT"),
+            ("sasl.mechanisms", "SCRAM-SHA-512"),
+            ("sasl.username", "bob"),
+            ("sasl.password", "bob-secret"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    assert!(share_groups_supported(&c).await.unwrap());
+    // Without a login the listener refuses the share group.
+    let anonymous = ShareConsumer::join(config(&n.addr), "g-anon", vec!["t".into()]).await;
+    assert!(anonymous.is_err());
+    n.stop().await;
+}
+
 /// A CA and a certificate for 127.0.0.1 it signed: (CA PEM path, cert path, key path).
 fn tls_files(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};

@@ -237,6 +237,16 @@ pub(crate) async fn reject_archives(bootstrap: &str, topic: &str, group: &str) {
     c.acknowledge(topic, got[1].partition, got[1].offset, AckKind::Accept);
     c.flush().await.expect("flush");
     assert!(poll_for(&c, Duration::from_millis(1500)).await.is_empty());
+    // Settling a record never acquired is refused, and flush says so. (Settling an
+    // archived one again is too, by nagare; Kafka lets it pass.)
+    c.acknowledge(
+        topic,
+        got[0].partition,
+        got[1].offset + 1000,
+        AckKind::Accept,
+    );
+    let err = c.flush().await.unwrap_err();
+    assert_eq!(err.kafka_code(), Some(121), "INVALID_RECORD_STATE: {err}");
     c.close().await.unwrap();
     let other = join(bootstrap, group, topic).await;
     assert!(poll_for(&other, Duration::from_millis(1500))
