@@ -53,6 +53,10 @@ pub(crate) struct Shared {
     /// A fetch refused for a reason retrying will not fix, reported once by a poll.
     refused: Mutex<Option<ShareError>>,
     last_refresh: Mutex<Option<Instant>>,
+    /// A metadata refresh task runs.
+    refreshing: AtomicBool,
+    /// Why the last refresh failed.
+    metadata_error: Mutex<Option<ShareError>>,
     wake: Notify,
     closed: AtomicBool,
 }
@@ -79,6 +83,8 @@ impl Shared {
             nodes: Mutex::new(HashMap::new()),
             refused: Mutex::new(None),
             last_refresh: Mutex::new(None),
+            refreshing: AtomicBool::new(false),
+            metadata_error: Mutex::new(None),
             wake: Notify::new(),
             closed: AtomicBool::new(false),
         }
@@ -101,7 +107,7 @@ impl Shared {
         Some(buffer.drain(..n).collect())
     }
 
-    /// The assigned partitions, named, that have a leader now.
+    /// The assigned partitions whose topics the metadata names.
     pub(crate) fn assignment(&self, view: &View) -> Vec<SharePartition> {
         view.assigned
             .iter()
@@ -115,17 +121,28 @@ impl Shared {
             .collect()
     }
 
-    /// Metadata for the assignment, asked again when it is missing or stale (at most
-    /// once per retry backoff). Fails only when there is none at all to go on.
-    async fn ensure_metadata(&self, view: &View) -> Result<(), ShareError> {
+    /// Asks for metadata again when the assignment names topics it lacks or it went
+    /// stale (at most once per retry backoff), in a task of its own: a broker slow to
+    /// answer never holds a poll past its wait. The error of the last try while there is
+    /// no metadata at all to go on.
+    fn ensure_metadata(self: &Arc<Self>, view: &View) -> Option<ShareError> {
         let ids = view.assigned.iter().map(|(id, _)| *id);
+        let no_metadata = || {
+            if self.cluster.has_metadata() {
+                None
+            } else {
+                self.metadata_error.lock().clone()
+            }
+        };
         if !self.cluster.needs_refresh(ids) {
-            return Ok(());
+            return None;
         }
         {
             let mut last = self.last_refresh.lock();
-            if last.is_some_and(|t| t.elapsed() < self.settings.backoff) {
-                return Ok(());
+            if last.is_some_and(|t| t.elapsed() < self.settings.backoff)
+                || self.refreshing.swap(true, Ordering::AcqRel)
+            {
+                return no_metadata();
             }
             *last = Some(Instant::now());
         }
@@ -133,14 +150,17 @@ impl Shared {
         topics.extend(self.acks.lock().partitions().map(|(t, _)| t.clone()));
         topics.sort();
         topics.dedup();
-        match self.cluster.refresh(&topics).await {
-            Ok(()) => Ok(()),
-            Err(e) if !self.cluster.has_metadata() => Err(e),
-            Err(e) => {
-                tracing::debug!(error = %e, "metadata refresh failed; using what is known");
-                Ok(())
+        let me = self.clone();
+        tokio::spawn(async move {
+            let result = me.cluster.refresh(&topics).await;
+            if let Err(e) = &result {
+                tracing::debug!(error = %e, "metadata refresh failed");
             }
-        }
+            *me.metadata_error.lock() = result.err();
+            me.refreshing.store(false, Ordering::Release);
+            me.wake.notify_waiters();
+        });
+        no_metadata()
     }
 
     /// Which partitions to fetch from which node, plus nodes whose session still names
@@ -215,7 +235,7 @@ impl Shared {
             if let Health::Failed(e) = &view.health {
                 trouble = Some(e.clone());
             }
-            if let Err(e) = self.ensure_metadata(&view).await {
+            if let Some(e) = self.ensure_metadata(&view) {
                 trouble.get_or_insert(e);
             }
             let plan = self.plan(&view);

@@ -27,6 +27,18 @@
 //! - Acknowledgements ride on the next fetch to the partition's leader; `flush` sends
 //!   them at once; `close` sends them and closes the share sessions, which hands every
 //!   record still held back to the group, then leaves it.
+//! - Acquired offsets holding no record (transaction markers, compacted records) are
+//!   acknowledged as GAP by the client itself, and those of an undecodable batch as
+//!   REJECT, as Kafka's Java consumer does.
+//! - While a member has no partition (just joined: Kafka assigns a partition once its
+//!   share state is initialized), it heartbeats every 500 ms instead of the
+//!   coordinator's interval, so the first records come without a 5 s wait.
+//!
+//! Limits: ShareFetch and ShareAcknowledge v1 only (the codec's versions; v2's lock
+//! renewal and acquire modes are not used); SASL PLAIN and SCRAM only (no GSSAPI,
+//! OAUTHBEARER), unencrypted client keys only; acknowledgements for a broker without a
+//! share session when the consumer closes are dropped (their records come back when the
+//! acquisition lock runs out).
 
 mod acks;
 mod admin;
