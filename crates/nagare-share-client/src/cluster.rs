@@ -28,6 +28,15 @@ const FIND_COORDINATOR_VERSIONS: std::ops::RangeInclusive<i16> = 4..=6;
 /// FindCoordinator's key type for groups (share groups included).
 const KEY_TYPE_GROUP: i8 = 0;
 
+/// `host:port`, with an IPv6 address in brackets.
+fn host_port(host: &str, port: i32) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
 enum Target {
     Node(i32),
@@ -207,7 +216,7 @@ impl Cluster {
             meta.brokers = resp
                 .brokers
                 .iter()
-                .map(|b| (b.node_id.0, format!("{}:{}", b.host, b.port)))
+                .map(|b| (b.node_id.0, host_port(&b.host, b.port)))
                 .collect();
         }
         for t in resp.topics {
@@ -301,7 +310,19 @@ impl Cluster {
         self.meta
             .write()
             .brokers
-            .insert(c.node_id.0, format!("{}:{}", c.host, c.port));
+            .insert(c.node_id.0, host_port(&c.host, c.port));
         Ok(c.node_id.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_of_nodes() {
+        assert_eq!(host_port("10.0.0.1", 9092), "10.0.0.1:9092");
+        assert_eq!(host_port("kafka-1", 9093), "kafka-1:9093");
+        assert_eq!(host_port("::1", 9092), "[::1]:9092");
     }
 }

@@ -308,6 +308,20 @@ mod tests {
         }
     }
 
+    /// Compiles only if the consumer can be shared between tasks and its futures moved
+    /// into `tokio::spawn`.
+    #[allow(dead_code)]
+    fn usable_from_any_task(c: &'static ShareConsumer, config: &'static ShareClientConfig) {
+        fn send<T: Send>(_: T) {}
+        fn shared<T: Send + Sync>(_: &T) {}
+        shared(c);
+        send(c.poll(1, Duration::ZERO));
+        send(c.flush());
+        send(ShareConsumer::join(config.clone(), "g", vec![]));
+        send(share_groups_supported(config));
+        send(set_group_configs(config, "g", &[]));
+    }
+
     #[tokio::test]
     async fn an_unreachable_cluster_is_said_at_once() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
