@@ -153,8 +153,14 @@ impl Shared {
         let me = self.clone();
         tokio::spawn(async move {
             let result = me.cluster.refresh(&topics).await;
-            if let Err(e) = &result {
-                tracing::debug!(error = %e, "metadata refresh failed");
+            match &result {
+                // Acknowledgements of a topic that is gone can never be sent.
+                Ok(()) => drop(
+                    me.acks
+                        .lock()
+                        .take(|(t, _)| me.cluster.topic_id(t).is_none()),
+                ),
+                Err(e) => tracing::debug!(error = %e, "metadata refresh failed"),
             }
             *me.metadata_error.lock() = result.err();
             me.refreshing.store(false, Ordering::Release);
