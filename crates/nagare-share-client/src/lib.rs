@@ -22,8 +22,12 @@
 //!   returned, wait in a buffer for the next `poll` (they stay locked for this member).
 //! - Transient errors (a leader or coordinator moving, a share session to reopen, one
 //!   broker down) are retried inside `poll` with backoff (`retry.backoff.ms` doubling up
-//!   to `retry.backoff.max.ms`). When no broker can be reached, `poll` answers
-//!   [`ShareError::Unreachable`] within about one request timeout instead of waiting.
+//!   to `retry.backoff.max.ms`). When the brokers it fetches from (or, with nothing
+//!   assigned, the coordinator) cannot be reached, `poll` answers
+//!   [`ShareError::Unreachable`] once its `wait` or the request timeout, whichever is
+//!   shorter, has passed; a broker that stopped answering is given up after the request
+//!   timeout (plus the fetch's own wait). It never answers in a burst, so a caller may
+//!   poll in a loop, and it carries on by itself when the cluster is back.
 //! - Acknowledgements ride on the next fetch to the partition's leader; `flush` sends
 //!   them at once; `close` sends them and closes the share sessions, which hands every
 //!   record still held back to the group, then leaves it.
