@@ -52,6 +52,9 @@ pub(crate) struct Shared {
     nodes: Mutex<HashMap<i32, Arc<Node>>>,
     /// A fetch refused for a reason retrying will not fix, reported once by a poll.
     refused: Mutex<Option<ShareError>>,
+    /// Acknowledgements that rode on a fetch and were refused, reported by the next flush
+    /// (the caller's acknowledgements may leave with a background fetch before it flushes).
+    acks_refused: Mutex<Option<ShareError>>,
     last_refresh: Mutex<Option<Instant>>,
     /// A metadata refresh task runs.
     refreshing: AtomicBool,
@@ -82,6 +85,7 @@ impl Shared {
             buffer: Mutex::new(VecDeque::new()),
             nodes: Mutex::new(HashMap::new()),
             refused: Mutex::new(None),
+            acks_refused: Mutex::new(None),
             last_refresh: Mutex::new(None),
             refreshing: AtomicBool::new(false),
             metadata_error: Mutex::new(None),
@@ -463,6 +467,7 @@ impl Shared {
                         p.acknowledge_error_message.as_ref(),
                     );
                     tracing::warn!(%topic, partition = p.partition_index, error = %e, "acknowledgements refused");
+                    self.acks_refused.lock().get_or_insert(e);
                 }
                 let fetched = read_partition(
                     topic,
@@ -566,10 +571,13 @@ impl Shared {
             self.cluster.mark_stale();
             self.cluster.refresh(&unled).await?;
         }
+        // Every node with a session too: a fetch in flight there may carry some of the
+        // acknowledgements, and its answer is waited for (the session lock).
         let leaders: BTreeSet<i32> = {
             let acks = self.acks.lock();
             acks.partitions()
                 .filter_map(|(t, p)| self.cluster.leader(t, *p))
+                .chain(self.nodes.lock().keys().copied())
                 .collect()
         };
         let mut tasks = tokio::task::JoinSet::new();
@@ -582,6 +590,11 @@ impl Shared {
             if let Ok(Err(e)) = done {
                 first.get_or_insert(e);
             }
+        }
+        // Each node's session lock was taken above, so a fetch that carried some of the
+        // acknowledgements has been answered by now.
+        if let Some(e) = self.acks_refused.lock().take() {
+            first.get_or_insert(e);
         }
         first.map_or(Ok(()), Err)
     }
