@@ -23,18 +23,18 @@ def strace_run(ctx, label: str, cmd, per):
     finally:
         st.send_signal(signal.SIGINT)
         st.wait(30)
-    text = out.read_text()
-    calls, top = None, []
-    for line in text.splitlines():
+    calls, per_call = None, []
+    for line in out.read_text().splitlines():
         f = line.split()
         if len(f) >= 5 and f[-1] == "total":
             calls = int(f[3])
-        elif len(f) >= 5 and f[0].replace(".", "").isdigit() and f[-1].isidentifier() and len(top) < 5:
-            top.append(f"{f[-1]} {int(f[3]):,}")
+        elif len(f) >= 5 and re.match(r"^[\d.]+$", f[0]) and re.match(r"^[a-z_0-9]+$", f[-1]):
+            per_call.append((int(f[3]), f[-1]))
     if calls is None:
         raise BenchError(f"no strace summary in {out}")
     items = per(res)
-    return calls / items, f"{calls:,} syscalls for {int(items):,} messages; most time in: {', '.join(top)}"
+    top = ", ".join(f"{name} {n / items:.3g}" for n, name in sorted(per_call, reverse=True)[:5])
+    return calls / items, f"{calls:,} syscalls for {int(items):,} messages; per message: {top}"
 
 
 def run_section(ctx) -> Section:
@@ -77,7 +77,8 @@ def run_section(ctx) -> Section:
             ("STOMP topic fan-out 1 → 10 (per delivery)", [ctx.go_client, "fanout", "-addr", s, "-n", n // 50],
              lambda r: r["items"], None),
             ("STOMP persistent queue", [ctx.go_client, "queue", "-addr", s, "-n", n // 50], lambda r: r["items"], None),
-            ("STOMP temp-queue RPC pipelined c=16", [ctx.go_client, "rpc", "-addr", s, "-c", 16, "-n", n // 20],
+            ("STOMP temp-queue RPC pipelined c=16", [ctx.go_client, "rpc", "-addr", s, "-c", 16, "-n", n // 20,
+                                                     "-window", 1000],
              lambda r: r["items"], None),
         ]
         for label, cmd, per, goal in paths:

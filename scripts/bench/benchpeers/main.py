@@ -91,15 +91,15 @@ def machine() -> dict:
     lscpu = sh("lscpu")
     get = lambda k: (re.search(rf"^{k}:\s*(.*)$", lscpu, re.M) or [None, "?"])[1]  # noqa: E731
     mem = sh("awk '/MemTotal/ {printf \"%.1f GiB\", $2/1048576}' /proc/meminfo")
-    dev = sh(f"df --output=source,fstype {OUT.parent} | tail -1")
-    blk = sh("lsblk -d -o NAME,MODEL,ROTA,SIZE | tail -n +2 | head -3 | tr -s ' ' | paste -sd ';'")
+    dev, fstype = (sh(f"df --output=source,fstype {OUT.parent} | tail -1").split() + ["?", "?"])[:2]
+    size = sh(f"lsblk -d -n -o SIZE {dev}") or "?"
     cpus, tpc = get(r"CPU\(s\)"), get(r"Thread\(s\) per core")
     return {
         "CPU": f"{get('Model name')}, {cpus} CPUs ({tpc} thread(s) per core), hypervisor {get('Hypervisor vendor')}",
         "memory": mem,
         "kernel": f"{platform.system()} {platform.release()}",
         "OS": sh(". /etc/os-release && echo \"$PRETTY_NAME\""),
-        "disk (data directories and dd)": f"{dev} ({blk}; ROTA 0 = SSD)",
+        "disk (data directories and dd)": f"{dev}, {fstype}, {size} (virtual disk)",
     }
 
 
@@ -141,17 +141,22 @@ def main(argv) -> int:
                 ctx.nagare.stop()
             sec.measured_at = started + (" (quick sizes)" if a.quick else "") + f", {a.rounds} rounds"
             sec.load = f"{load0} → {loadavg()}"
+            sec.command = command_line(a)
             results["sections"][w] = sec.to_json()
             results.setdefault("servers", {}).update(ctx.servers)
-            save(results, a, ctx)
+            save(results)
     write_report(results)
     log(f"wrote BENCHMARKS.md and docs/bench/ ({RESULTS.relative_to(ROOT)})")
     return 0
 
 
-def save(results, a, ctx):
-    results["command"] = "scripts/bench-peers" + (" --quick" if a.quick else "") + (
+def command_line(a) -> str:
+    return "scripts/bench-peers" + (" --quick" if a.quick else "") + "".join(f" --port {p}" for p in a.port) + (
         f" --only {' '.join(a.only)}" if a.only else "")
+
+
+def save(results):
+    results["ports"] = dict(PORTS)
     results["machine"] = machine()
     results["versions"] = versions()
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
@@ -161,7 +166,13 @@ def save(results, a, ctx):
 def write_report(results):
     data = dict(results)
     data["sections"] = {k: Section.from_json(v) for k, v in results["sections"].items()}
-    data["notes"] = NOTES
+    p = results.get("ports", PORTS)
+    data["notes"] = [
+        f"Peers run on loopback ports (Kafka {p['kafka']}, NATS {p['nats']}, RabbitMQ STOMP {p['rabbitmq']}, "
+        f"ActiveMQ STOMP {p['activemq']}, forward {p['fluent-forward']}) while nagare runs beside them on "
+        f"others (Kafka {p['nagare-kafka']}, STOMP {p['nagare-stomp']}, forward {p['nagare-forward']}, HTTP "
+        f"{p['nagare-http']}), with a fresh data directory per section; the peers are run by "
+        "`scripts/peers/*.sh` (state under target/peers/).", *NOTES]
     cost_rows = {r.metric: r for r in data["sections"].get("cost", Section("", "", "")).rows}
     if "startup" in cost_rows and "RSS" in cost_rows:
         # nagare's line of the servers table comes from the cost section's repeated starts.
@@ -172,9 +183,6 @@ def write_report(results):
 
 
 NOTES = [
-    "Peers run on their standard loopback ports (Kafka 9092, NATS 4222, RabbitMQ STOMP 61613, ActiveMQ STOMP "
-    "61614, forward 24224) while nagare runs beside them on other ports (9192, 61623, 24234, HTTP 9654), "
-    "each with a fresh data directory per section; the scripts that run the peers are `scripts/peers/*.sh`.",
     "Each client process runs on the same 2 cores as the broker it measures: on this machine the Java and "
     "librdkafka clients are often the bottleneck, which is why broker CPU per record is reported beside "
     "throughput.",

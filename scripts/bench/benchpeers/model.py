@@ -67,6 +67,7 @@ class Section:
     notes: list = field(default_factory=list)
     measured_at: str = ""
     load: str = ""
+    command: str = ""
 
     def to_json(self):
         d = asdict(self)
@@ -105,7 +106,7 @@ def alternate(rounds: int, label: str, sides: dict, fn):
                 log(f"  {label} round {r + 1}/{rounds} {sides[side]}: FAILED: {e}")
                 m = None
             else:
-                shown = [f"{k} {fmt(m[k])}" for k in SHOWN if k in m]
+                shown = [f"{k} {fmt(m[k])}" for k in SHOWN if m.get(k)]
                 log(f"  {label} round {r + 1}/{rounds} {sides[side]}: {', '.join(shown)}")
             out[side].append(m)
     return out

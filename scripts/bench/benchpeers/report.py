@@ -31,7 +31,7 @@ def write(results: dict, md_path: Path, chart_dir: Path):
     m = results["machine"]
     L = ["# Benchmarks", "",
          "Every figure below was written by [`scripts/bench-peers`](scripts/bench-peers) "
-         f"(`{results['command']}`): it starts each peer broker, runs the same client with the same "
+         "(each section says when and with which options): it starts each peer broker, runs the same client with the same "
          "settings against the peer and against nagare, **alternating** them round after round (the peer "
          "first in odd rounds, nagare first in even ones), and quotes the **median** of the rounds. The "
          "*advantage* is nagare's figure over the peer's in the **same round** (peer's over nagare's for "
@@ -43,15 +43,15 @@ def write(results: dict, md_path: Path, chart_dir: Path):
          "absolutes, and medians of several rounds steadier still. Do not compare these numbers with other "
          "machines.", "",
          "## Goals of issue 14, where they stand", "",
-         "| goal | figure | nagare | peer | advantage | met |", "|---|---|---|---|---|---|"]
+         "| goal | workload | figure | nagare | peer | advantage | met |", "|---|---|---|---|---|---|---|"]
     for s in sections:
         for r in s.rows:
             if r.goal is None and r.goal_abs is None:
                 continue
             met = r.goal_met()
             client = f" ({r.client})" if r.client else ""
-            L.append(f"| {r.goal_text} | {r.workload}: {r.metric}{client} | {fmt(median(r.nagare_vals), r.unit)} | "
-                     f"{fmt(median(r.peer_vals), r.unit) + ' ' + r.peer if r.peer else '–'} | "
+            L.append(f"| {r.goal_text} | {r.workload} | {r.metric}{client} | {fmt(median(r.nagare_vals), r.unit)} | "
+                     f"{fmt(median(r.peer_vals), r.unit) + ' (' + r.peer + ')' if r.peer else '–'} | "
                      f"{adv_text(median(r.advantages())) if r.peer else '–'} | "
                      f"{'yes' if met else 'no' if met is False else '–'} |")
     L += ["", "## Machine", ""]
@@ -69,7 +69,8 @@ def write(results: dict, md_path: Path, chart_dir: Path):
                      f"{fmt(v['idle_rss_kib'] / 1024, 'MiB')} |")
     for s in sections:
         L += ["", f"## {s.title}", ""]
-        L.append(f"Measured {s.measured_at}" + (f" against {s.peer}" if s.peer else "") + ".")
+        L.append(f"Measured {s.measured_at}" + (f" against {s.peer}" if s.peer else "")
+                 + (f", by `{s.command}`" if s.command else "") + ".")
         L.append("")
         for p in s.problems:
             L.append(f"> **Problem:** {p}")

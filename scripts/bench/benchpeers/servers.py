@@ -6,6 +6,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -95,30 +96,40 @@ class Nagare:
                 "--forward-listen", self.addr("forward"), "--http-listen", self.addr("http")]
 
     def start(self, quiet: bool = False) -> float:
-        """Starts and waits for the "ready" line; returns the seconds from exec to it."""
+        """Starts and waits for the "ready" line; returns the seconds from exec to it. The log
+        comes through a pipe read line by line (no polling), copied to server.log."""
         for l in ("kafka", "stomp", "forward", "http"):
             if port_open(PORTS["nagare-" + l]):
                 raise BenchError(f"port {PORTS['nagare-' + l]} (nagare {l}) is already in use")
         data = self.dir / "data"
         shutil.rmtree(data, ignore_errors=True)
         self.dir.mkdir(parents=True, exist_ok=True)
-        logf = open(self.dir / "server.log", "w")
+        ready = threading.Event()
         t0 = time.monotonic()
-        self.proc = subprocess.Popen([str(c) for c in self.command(data)], stdout=logf,
+        self.proc = subprocess.Popen([str(c) for c in self.command(data)], stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, cwd=ROOT, env=dict(os.environ, NAGARE_LOG="info"))
-        logf.close()
+        at = {}
+
+        def pump(pipe, logf):
+            with logf:
+                for line in iter(pipe.readline, b""):
+                    if not ready.is_set() and b" ready" in line:
+                        at["ready"] = time.monotonic()
+                        ready.set()
+                    logf.write(line)
+                    logf.flush()
+
+        threading.Thread(target=pump, args=(self.proc.stdout, open(self.dir / "server.log", "wb")),
+                         daemon=True).start()
         deadline = t0 + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise BenchError(f"nagare exited with {self.proc.returncode}: {(self.dir / 'server.log').read_text()[-800:]}")
-            if " ready" in (self.dir / "server.log").read_text():
-                self.start_secs = time.monotonic() - t0
-                if not quiet:
-                    log(f"nagare ready (pid {self.pid}, {self.start_secs * 1000:.0f} ms)")
-                return self.start_secs
-            time.sleep(0.0005)
-        self.stop()
-        raise BenchError("nagare did not log 'ready' within 30 s")
+        while not ready.wait(0.05):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise BenchError(f"nagare did not log 'ready': {(self.dir / 'server.log').read_text()[-800:]}")
+        self.start_secs = at["ready"] - t0
+        if not quiet:
+            log(f"nagare ready (pid {self.pid}, {self.start_secs * 1000:.0f} ms)")
+        return self.start_secs
 
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:

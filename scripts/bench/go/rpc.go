@@ -16,7 +16,9 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -24,7 +26,7 @@ import (
 
 type rpcOpts struct {
 	proto, addr, flavor, target, mode string
-	c, n                              int
+	c, n, window                      int
 	timeout                           time.Duration
 }
 
@@ -38,6 +40,7 @@ func rpcMain(args []string) error {
 	fs.StringVar(&o.mode, "mode", "pipelined", "pipelined or lockstep")
 	fs.IntVar(&o.c, "c", 1, "client connections")
 	fs.IntVar(&o.n, "n", 32768, "requests in total, split over the clients")
+	fs.IntVar(&o.window, "window", 0, "pipelined: requests in flight per client (0: no limit)")
 	fs.DurationVar(&o.timeout, "timeout", 300*time.Second, "abort after this long")
 	_ = fs.Parse(args)
 	if o.c < 1 || o.n < o.c {
@@ -90,7 +93,7 @@ func rpcMain(args []string) error {
 				defer wg.Done()
 				var err error
 				if o.mode == "pipelined" {
-					err = cl.pipelined(first, count)
+					err = cl.pipelined(first, count, newWindow(o.window))
 				} else {
 					lats[i], err = cl.lockstep(first, count)
 				}
@@ -106,7 +109,7 @@ func rpcMain(args []string) error {
 	})
 	elapsed := time.Since(start)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (%s)", err, progressReport())
 	}
 	var all Latencies
 	for _, l := range lats {
@@ -124,7 +127,7 @@ type rpcTransport interface {
 }
 
 type rpcClient interface {
-	pipelined(first, count int) error
+	pipelined(first, count int, w window) error
 	lockstep(first, count int) (Latencies, error)
 }
 
@@ -132,6 +135,71 @@ type rpcClient interface {
 type seen struct {
 	first int
 	got   []bool
+	n     atomic.Int64 // replies so far, for the report of a run that timed out
+}
+
+// window bounds the requests in flight of a pipelined client (nil: no bound). A bound
+// keeps a broker's producer flow control from stalling a connection that both sends
+// requests and receives replies (seen with ActiveMQ and unbounded pipelining).
+type window chan struct{}
+
+func newWindow(n int) window {
+	if n <= 0 {
+		return nil
+	}
+	return make(window, n)
+}
+
+// take waits for room for one more request; flush runs first when it would wait, so the
+// requests already buffered reach the broker.
+func (w window) take(flush func() error) error {
+	if w == nil {
+		return nil
+	}
+	select {
+	case w <- struct{}{}:
+		return nil
+	default:
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	w <- struct{}{}
+	return nil
+}
+
+// done gives back the room of an answered request.
+func (w window) done() {
+	if w != nil {
+		<-w
+	}
+}
+
+// What a stuck run had done: replies per client and requests the responder answered.
+var (
+	progressMu sync.Mutex
+	progress   []*seen
+	served     atomic.Int64
+)
+
+func newSeen(first, count int) *seen {
+	s := &seen{first: first, got: make([]bool, count)}
+	progressMu.Lock()
+	progress = append(progress, s)
+	progressMu.Unlock()
+	return s
+}
+
+func progressReport() string {
+	progressMu.Lock()
+	defer progressMu.Unlock()
+	var b strings.Builder
+	b.WriteString("replies per client:")
+	for _, s := range progress {
+		fmt.Fprintf(&b, " %d/%d", s.n.Load(), len(s.got))
+	}
+	fmt.Fprintf(&b, "; requests the responder answered: %d", served.Load())
+	return b.String()
 }
 
 func (s *seen) check(corr, value string) error {
@@ -151,6 +219,7 @@ func (s *seen) check(corr, value string) error {
 		return fmt.Errorf("reply to request %d arrived twice", c)
 	}
 	s.got[i] = true
+	s.n.Add(1)
 	return nil
 }
 
@@ -172,6 +241,7 @@ func newNatsRPC(addr string) (*natsRPC, error) {
 	_, err = nc.Subscribe(t.subject, func(m *nats.Msg) {
 		n, _ := strconv.Atoi(string(m.Data))
 		_ = nc.Publish(m.Reply, []byte(strconv.Itoa(n+1)))
+		served.Add(1)
 	})
 	if err == nil {
 		// The subscription is known to the server once a round trip is done.
@@ -226,12 +296,17 @@ func (c *natsClient) receive(s *seen) error {
 	return s.check(m.Subject[len(c.inbox):], string(m.Data))
 }
 
-func (c *natsClient) pipelined(first, count int) error {
-	s := &seen{first: first, got: make([]bool, count)}
+func (c *natsClient) pipelined(first, count int, w window) error {
+	s := newSeen(first, count)
 	sendErr := make(chan error, 1)
 	go func() {
 		for i := first; i < first+count; i++ {
 			n := strconv.Itoa(i)
+			// nats.go's own flusher writes what is buffered; nothing to flush here.
+			if err := w.take(func() error { return nil }); err != nil {
+				sendErr <- err
+				return
+			}
 			if err := c.nc.PublishRequest(c.subject, c.inbox+n, []byte(n)); err != nil {
 				sendErr <- err
 				return
@@ -243,12 +318,13 @@ func (c *natsClient) pipelined(first, count int) error {
 		if err := c.receive(s); err != nil {
 			return err
 		}
+		w.done()
 	}
 	return <-sendErr
 }
 
 func (c *natsClient) lockstep(first, count int) (Latencies, error) {
-	s := &seen{first: first, got: make([]bool, count)}
+	s := newSeen(first, count)
 	lat := make(Latencies, 0, count)
 	for i := first; i < first+count; i++ {
 		n := strconv.Itoa(i)
@@ -344,6 +420,7 @@ func stompResponder(s *StompConn) {
 		out = append(out, "\n\n"...)
 		out = append(out, body...)
 		out = append(out, 0)
+		served.Add(1)
 		// One write per batch of requests that arrived together.
 		if s.R.Buffered() == 0 {
 			mu.Lock()
@@ -398,14 +475,18 @@ func (c *stompClient) receive(sn *seen) error {
 	}
 }
 
-func (c *stompClient) pipelined(first, count int) error {
-	sn := &seen{first: first, got: make([]bool, count)}
+func (c *stompClient) pipelined(first, count int, w window) error {
+	sn := newSeen(first, count)
 	sendErr := make(chan error, 1)
 	go func() {
 		c.s.Mu.Lock()
 		defer c.s.Mu.Unlock()
 		for i := first; i < first+count; i++ {
 			n := strconv.Itoa(i)
+			if err := w.take(c.s.W.Flush); err != nil {
+				sendErr <- err
+				return
+			}
 			if err := c.s.WriteFrame("SEND", []byte(n), "destination", c.queue, "reply-to", c.temp, "correlation-id", n); err != nil {
 				sendErr <- err
 				return
@@ -417,12 +498,13 @@ func (c *stompClient) pipelined(first, count int) error {
 		if err := c.receive(sn); err != nil {
 			return err
 		}
+		w.done()
 	}
 	return <-sendErr
 }
 
 func (c *stompClient) lockstep(first, count int) (Latencies, error) {
-	sn := &seen{first: first, got: make([]bool, count)}
+	sn := newSeen(first, count)
 	lat := make(Latencies, 0, count)
 	for i := first; i < first+count; i++ {
 		n := strconv.Itoa(i)
