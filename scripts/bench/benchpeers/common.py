@@ -9,10 +9,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-PEERS_DIR = Path(os.environ.get("PEERS_DIR", ROOT / "scripts" / "peers"))
+# The peers are always run by the project's own scripts, so a report says exactly how.
+PEERS_DIR = ROOT / "scripts" / "peers"
 STATE = Path(os.environ.get("PEERS_STATE", ROOT / "target" / "peers"))
 OUT = ROOT / "target" / "bench"
-LOGS = OUT / "logs"
+# One directory per invocation: a later run must not overwrite the outputs behind earlier figures.
+LOGS = OUT / "logs" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 

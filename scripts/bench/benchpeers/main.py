@@ -24,15 +24,62 @@ WORKLOADS = {
     "cost": cost.run_section,
 }
 ALIASES = {"stomp": ["stomp-rabbitmq", "stomp-activemq"]}
-RESULTS = ROOT / "docs" / "bench" / "results.json"
+# Where a run's report goes: the repository's root, or target/bench/quick/ for --quick runs,
+# whose small sizes must never replace published figures.
+QUICK = OUT / "quick"
+
+
+def results_path(base: Path) -> Path:
+    return base / "docs" / "bench" / "results.json"
+
+
+EPILOG = """\
+workloads (sections of BENCHMARKS.md, in the order they run):
+  kafka           Apache Kafka 4.3.1: ProducerPerformance 100 B / 1 KiB acks=1 / 1 KiB acks=all,
+                  rdkafka_performance produce and consume, ConsumerPerformance, EndToEndLatency;
+                  throughput, latency and broker CPU per record
+  rpc             NATS request/reply vs STOMP temp-queue RPC, c = 1, 4, 16, 64, pipelined and
+                  lock-step (Go client: nats.go / raw STOMP)
+  stomp-rabbitmq  RabbitMQ 3.10 STOMP: persistent queue with receipts and client acks, topic
+                  fan-out 1 -> 10, temp-queue RPC (one raw-STOMP Go client for both)
+  stomp-activemq  the same against ActiveMQ 5.17
+  forward         the OTel Collector's fluentforwardreceiver: PackedForward and Message mode, acks
+  disk            nagare bench produce against dd on the same disk
+  cost            nagare alone: strace -c -f syscalls per message, startup, idle RSS
+  stomp           both stomp-* sections
+
+Each peer is started by its script in scripts/peers/ (state under target/peers/, see
+scripts/peers/README.md) and stopped when its section ends; nagare gets a fresh data directory
+per section. Each comparison runs peer and nagare alternately, round after round, and reports
+medians and per-round ratios. A full run takes about 40 minutes on 2 cores; run it on a quiet
+machine. It needs root (apt installs the Debian peers, and Java 17 and Maven for Kafka's jars
+from Maven Central), Go (the client and the forward receiver) and cargo; the only network it uses
+is the package registries, every server listens on 127.0.0.1.
+
+Outputs: BENCHMARKS.md, docs/bench/*.svg (throughput and latency charts per section, every ratio
+in advantage.svg) and docs/bench/results.json (every round's figures, read by --report-only);
+every command's full output goes to target/bench/logs/<UTC time of the run>/. A --quick run
+writes the same files under target/bench/quick/ instead and leaves the published ones alone.
+
+examples:
+  scripts/bench-peers                         everything, 3 rounds (the published figures)
+  scripts/bench-peers --only rpc stomp        re-measure two workloads, keep the other sections
+  scripts/bench-peers --quick --only cost     a minute-long check that the machinery works
+  scripts/bench-peers --report-only           re-render BENCHMARKS.md and the charts
+  scripts/bench-peers --port kafka=9292       when Kafka's usual port is taken
+"""
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
         prog="scripts/bench-peers",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Runs every comparison of nagare with its peers (Apache Kafka, NATS, RabbitMQ, ActiveMQ, "
-                    "the OTel forward receiver), alternating, and writes BENCHMARKS.md and docs/bench/*.svg.")
-    p.add_argument("--quick", action="store_true", help="small sizes and 2 rounds: checks the machinery end to end")
+                    "the OTel forward receiver), alternating, and writes BENCHMARKS.md and docs/bench/*.svg.",
+        epilog=EPILOG)
+    p.add_argument("--quick", action="store_true",
+                   help="small sizes and 2 rounds: checks the machinery end to end; writes under "
+                        "target/bench/quick/, not the published BENCHMARKS.md")
     p.add_argument("--only", nargs="+", metavar="WORKLOAD",
                    help=f"run only these ({', '.join(list(WORKLOADS) + list(ALIASES))}); the other sections "
                         "of BENCHMARKS.md keep their earlier figures")
@@ -59,6 +106,8 @@ def parse_args(argv):
             p.error(f"unknown workload {w!r}")
     a.selected = [w for w in WORKLOADS if w in selected]
     a.rounds = a.rounds or (2 if a.quick else 3)
+    if a.rounds < 1:
+        p.error("--rounds must be at least 1")
     return a
 
 
@@ -125,7 +174,12 @@ def versions() -> dict:
 
 def main(argv) -> int:
     a = parse_args(argv)
-    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"sections": {}, "servers": {}}
+    base = QUICK if a.quick else ROOT
+    path = results_path(base)
+    if a.report_only and not path.exists():
+        log(f"--report-only: there are no results to render yet ({path.relative_to(ROOT)})")
+        return 2
+    results = json.loads(path.read_text()) if path.exists() else {"sections": {}, "servers": {}}
     if not a.report_only:
         ctx = build_tools(a)
         log(f"workloads: {', '.join(a.selected)}; {a.rounds} rounds{' (quick sizes)' if a.quick else ''}")
@@ -144,9 +198,10 @@ def main(argv) -> int:
             sec.command = command_line(a)
             results["sections"][w] = sec.to_json()
             results.setdefault("servers", {}).update(ctx.servers)
-            save(results)
-    write_report(results)
-    log(f"wrote BENCHMARKS.md and docs/bench/ ({RESULTS.relative_to(ROOT)})")
+            save(results, path)
+    write_report(results, base)
+    log(f"wrote {(base / 'BENCHMARKS.md').relative_to(ROOT)} and the charts and results beside it "
+        f"({path.relative_to(ROOT)})")
     return 0
 
 
@@ -155,15 +210,15 @@ def command_line(a) -> str:
         f" --only {' '.join(a.only)}" if a.only else "")
 
 
-def save(results):
+def save(results, path: Path):
     results["ports"] = dict(PORTS)
     results["machine"] = machine()
     results["versions"] = versions()
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
 
 
-def write_report(results):
+def write_report(results, base: Path):
     data = dict(results)
     data["sections"] = {k: Section.from_json(v) for k, v in results["sections"].items()}
     p = results.get("ports", PORTS)
@@ -179,7 +234,7 @@ def write_report(results):
         data["servers"] = dict(data.get("servers", {}), nagare={
             "label": "nagare", "start_secs": median(cost_rows["startup"].nagare_vals) / 1000,
             "idle_rss_kib": median(cost_rows["RSS"].nagare_vals) * 1024})
-    report.write(data, ROOT / "BENCHMARKS.md", ROOT / "docs" / "bench")
+    report.write(data, base / "BENCHMARKS.md", base / "docs" / "bench")
 
 
 NOTES = [

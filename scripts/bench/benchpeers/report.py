@@ -19,6 +19,15 @@ def si(v):
     return f"{v:.3g}"
 
 
+def duration(v, unit: str) -> str:
+    """An axis tick of a latency chart, in the unit that reads best (1000 ms is "1 s")."""
+    us = v * {"µs": 1, "ms": 1e3, "s": 1e6}[unit]
+    for div, suf in ((1e6, "s"), (1e3, "ms"), (1, "µs")):
+        if us >= div:
+            return f"{us / div:.3g} {suf}"
+    return f"{us:.3g} µs"
+
+
 def adv_text(a):
     return "–" if a is None else (f"{a:.2f}×" if a < 10 else f"{a:.0f}×" if a >= 100 else f"{a:.1f}×")
 
@@ -130,7 +139,8 @@ def charts_for(sections, chart_dir: Path) -> dict:
     for s in sections:
         thr = [r for r in s.rows if r.better == "higher" and r.peer and r.unit.endswith("/s")]
         if thr:
-            groups = [(f"{short(r.workload)} — {r.client}" if r.client else short(r.workload),
+            groups = [(f"{short(r.workload)} — {r.client}" if r.client and r.client not in r.workload
+                       else short(r.workload),
                        [median(r.peer_vals), median(r.nagare_vals)], None) for r in thr]
             # Units differ between rows (records/s, req/s, msg/s): a log scale keeps each readable.
             save(s.key, f"{s.key}-throughput.svg",
@@ -139,11 +149,15 @@ def charts_for(sections, chart_dir: Path) -> dict:
         lat = [r for r in s.rows if r.better == "lower" and r.peer and r.unit in ("ms", "µs")
                and ("p50" in r.metric or "p99" in r.metric or "average" in r.metric)]
         if lat:
-            groups = [(f"{short(r.workload)}: {r.metric}", [median(r.peer_vals), median(r.nagare_vals)],
+            # One axis: every latency in µs when the section mixes units, else in its own.
+            unit = lat[0].unit if len({r.unit for r in lat}) == 1 else "µs"
+            scale = {r.unit: 1000 if (r.unit, unit) == ("ms", "µs") else 1 for r in lat}
+            groups = [(f"{short(r.workload)}: {r.metric}",
+                       [median(r.peer_vals) * scale[r.unit], median(r.nagare_vals) * scale[r.unit]],
                        [fmt(median(r.peer_vals), r.unit), fmt(median(r.nagare_vals), r.unit)]) for r in lat]
             save(s.key, f"{s.key}-latency.svg",
                  svg.bar_chart(f"{s.title}: latency percentiles (median of rounds, log scale)", groups,
-                               series(s.peer), si, log=True))
+                               series(s.peer), si, log=True, tick_fmt=lambda v, u=unit: duration(v, u)))
     rows = [(s, r) for s in sections for r in s.rows if r.peer and median(r.advantages())
             and (r.goal is not None or "throughput" in r.metric or "deliveries" in r.metric)]
     if rows:

@@ -14,10 +14,12 @@ def _text(x, y, s, size=11, anchor="start", weight="normal", color="#222"):
 
 
 def bar_chart(title: str, groups, series, fmt, log=False, ref=None, width=900, label_width=380, from_ref=False,
-              below_color=None):
+              below_color=None, tick_fmt=None):
     """groups: [(label, [value or None per series], [text or None per series])];
-    series: [(name, color)]. `ref`: a vertical reference line (value, label); with `from_ref`
-    bars start at it (left of it when smaller, in `below_color`)."""
+    series: [(name, color)]. `fmt` writes a value, `tick_fmt` (default `fmt`) an axis tick.
+    `ref`: a vertical reference line (value, label); with `from_ref` bars start at it (left
+    of it when smaller, in `below_color`)."""
+    tick_fmt = tick_fmt or fmt
     bar_h, gap, top = 13, 12, 56
     plot_w = width - label_width - 110
     values = [v for _, vs, _ in groups for v in vs if v]
@@ -27,7 +29,9 @@ def bar_chart(title: str, groups, series, fmt, log=False, ref=None, width=900, l
         return None
     vmax = max(values)
     if log:
-        lo = math.floor(math.log10(min(values)))
+        # A third of a decade below the smallest value, so that its bar is visible too
+        # (a value on a power of ten would otherwise start where the axis starts).
+        lo = math.floor(math.log10(min(values)) - 0.3)
         hi = math.ceil(math.log10(vmax))
         hi = hi if hi > lo else lo + 1
 
@@ -52,7 +56,7 @@ def bar_chart(title: str, groups, series, fmt, log=False, ref=None, width=900, l
         for d in range(lo, hi + 1):
             gx = x(10 ** d)
             out.append(f"<line x1='{gx:.1f}' y1='{top - 4}' x2='{gx:.1f}' y2='{height - 24}' stroke='#e3e3e3'/>")
-            out.append(_text(gx, height - 10, fmt(10 ** d), 9, "middle", color="#666"))
+            out.append(_text(gx, height - 10, tick_fmt(10 ** d), 9, "middle", color="#666"))
     y = top
     for label, vals, texts in groups:
         gh = group_h(label)
