@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import cost, disk, forward, kafka, mq, report
+from . import cost, disk, forward, kafka, mq, report, summary
 from .common import OUT, PEERS_DIR, ROOT, BenchError, log, loadavg, median, run
 from .ctx import Ctx
 from .model import Section
@@ -57,7 +57,8 @@ from Maven Central), Go (the client and the forward receiver) and cargo; the onl
 is the package registries, every server listens on 127.0.0.1.
 
 Outputs: BENCHMARKS.md, docs/bench/*.svg (throughput and latency charts per section, every ratio
-in advantage.svg) and docs/bench/results.json (every round's figures, read by --report-only);
+in advantage.svg), docs/bench/results.json (every round's figures, read by --report-only) and
+the performance table of README.md (between its markers);
 every command's full output goes to target/bench/logs/<UTC time of the run>/. A --quick run
 writes the same files under target/bench/quick/ instead and leaves the published ones alone.
 
@@ -65,7 +66,7 @@ examples:
   scripts/bench-peers                         everything, 3 rounds (the published figures)
   scripts/bench-peers --only rpc stomp        re-measure two workloads, keep the other sections
   scripts/bench-peers --quick --only cost     a minute-long check that the machinery works
-  scripts/bench-peers --report-only           re-render BENCHMARKS.md and the charts
+  scripts/bench-peers --report-only           re-render BENCHMARKS.md, the charts, README's table
   scripts/bench-peers --port kafka=9292       when Kafka's usual port is taken
 """
 
@@ -84,8 +85,9 @@ def parse_args(argv):
                    help=f"run only these ({', '.join(list(WORKLOADS) + list(ALIASES))}); the other sections "
                         "of BENCHMARKS.md keep their earlier figures")
     p.add_argument("--rounds", type=int, help="rounds per comparison (default 3, --quick 2)")
-    p.add_argument("--report-only", action="store_true", help="rewrite BENCHMARKS.md and the charts from "
-                                                              "docs/bench/results.json without running anything")
+    p.add_argument("--report-only", action="store_true",
+                   help="rewrite BENCHMARKS.md, the charts and README.md's table from docs/bench/results.json "
+                        "without running anything")
     p.add_argument("--port", action="append", default=[], metavar="NAME=PORT",
                    help=f"override a port ({', '.join(PORTS)})")
     p.add_argument("--nagare-bin", type=Path, default=ROOT / "target" / "release" / "nagare",
@@ -235,6 +237,8 @@ def write_report(results, base: Path):
             "label": "nagare", "start_secs": median(cost_rows["startup"].nagare_vals) / 1000,
             "idle_rss_kib": median(cost_rows["RSS"].nagare_vals) * 1024})
     report.write(data, base / "BENCHMARKS.md", base / "docs" / "bench")
+    if base == ROOT and not summary.rewrite_readme(ROOT / "README.md", data["sections"]):
+        log("README.md has no performance table markers; its figures were not updated")
 
 
 NOTES = [
