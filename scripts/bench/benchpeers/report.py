@@ -40,8 +40,8 @@ def write(results: dict, md_path: Path, chart_dir: Path):
     m = results["machine"]
     L = ["# Benchmarks", "",
          "Every figure below was written by [`scripts/bench-peers`](scripts/bench-peers) "
-         "(each section says when and with which options): it starts each peer broker, runs the same client with the same "
-         "settings against the peer and against nagare, **alternating** them round after round (the peer "
+         "(each section says when and with which options): it starts each peer broker, runs the same client "
+         "with the same settings against the peer and against nagare, **alternating** them round after round (the peer "
          "first in odd rounds, nagare first in even ones), and quotes the **median** of the rounds. The "
          "*advantage* is nagare's figure over the peer's in the **same round** (peer's over nagare's for "
          "latencies and CPU), so > 1× always means nagare did better; its median and every round's value "
@@ -164,7 +164,8 @@ def charts_for(sections, chart_dir: Path) -> dict:
         groups = [(f"{short(r.workload)} — {r.client}: {r.metric} vs {r.peer}", [median(r.advantages())],
                    [adv_text(median(r.advantages()))]) for s, r in rows]
         save("advantage", "advantage.svg",
-             svg.bar_chart("nagare's advantage: throughput and every goal (median of per-round ratios, log scale)", groups,
+             svg.bar_chart("nagare's advantage: throughput and every goal (median of per-round ratios, log scale)",
+                           groups,
                            [("advantage (> 1× = nagare better)", svg.COLORS["nagare"])], adv_text, log=True,
                            ref=(1.0, "1× (parity)"), width=1000, label_width=520, from_ref=True,
                            below_color=svg.COLORS["peer"]))
