@@ -6906,6 +6906,651 @@ fn check_incremental_alter_configs_response_IncrementalAlterConfigsResponse(
     Ok(())
 }
 
+fn check_produce_response_BatchIndexAndErrorMessage(buf: &mut Bytes, version: i16) -> Result<()> {
+    if version < 3 || version > 13 {
+        bail!("specified version not supported by this message type");
+    }
+    let batch_index = if version >= 8 {
+        types::Int32.decode(buf)?
+    } else {
+        ()
+    };
+    let batch_index_error_message = if version >= 8 {
+        if version >= 9 {
+            types::CompactString.decode(buf)?
+        } else {
+            types::String.decode(buf)?
+        }
+    } else {
+        ()
+    };
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 9 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+    }
+    Ok(())
+}
+
+fn check_produce_response_LeaderIdAndEpoch(buf: &mut Bytes, version: i16) -> Result<()> {
+    if version < 3 || version > 13 {
+        bail!("specified version not supported by this message type");
+    }
+    let leader_id = if version >= 10 {
+        types::Int32.decode(buf)?
+    } else {
+        ()
+    };
+    let leader_epoch = if version >= 10 {
+        types::Int32.decode(buf)?
+    } else {
+        ()
+    };
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 9 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+    }
+    Ok(())
+}
+
+fn check_produce_response_NodeEndpoint(buf: &mut Bytes, version: i16) -> Result<()> {
+    if version < 3 || version > 13 {
+        bail!("specified version not supported by this message type");
+    }
+    let node_id = if version >= 10 {
+        types::Int32.decode(buf)?
+    } else {
+        ()
+    };
+    let host = if version >= 10 {
+        types::CompactString.decode(buf)?
+    } else {
+        ()
+    };
+    let port = if version >= 10 {
+        types::Int32.decode(buf)?
+    } else {
+        ()
+    };
+    let rack = if version >= 10 {
+        types::CompactString.decode(buf)?
+    } else {
+        ()
+    };
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 9 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+    }
+    Ok(())
+}
+
+fn check_produce_response_PartitionProduceResponse(buf: &mut Bytes, version: i16) -> Result<()> {
+    if version < 3 || version > 13 {
+        bail!("specified version not supported by this message type");
+    }
+    let index = types::Int32.decode(buf)?;
+    let error_code = types::Int16.decode(buf)?;
+    let base_offset = types::Int64.decode(buf)?;
+    let log_append_time_ms = types::Int64.decode(buf)?;
+    let log_start_offset = if version >= 5 {
+        types::Int64.decode(buf)?
+    } else {
+        ()
+    };
+    let record_errors = if version >= 8 {
+        if version >= 9 {
+            types::CompactArray(types::Checked(
+                check_produce_response_BatchIndexAndErrorMessage,
+                version,
+            ))
+            .decode(buf)?
+        } else {
+            types::Array(types::Checked(
+                check_produce_response_BatchIndexAndErrorMessage,
+                version,
+            ))
+            .decode(buf)?
+        }
+    } else {
+        ()
+    };
+    let error_message = if version >= 8 {
+        if version >= 9 {
+            types::CompactString.decode(buf)?
+        } else {
+            types::String.decode(buf)?
+        }
+    } else {
+        ()
+    };
+    let mut current_leader = ();
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 9 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            match tag {
+                0 => {
+                    if version >= 10 {
+                        current_leader =
+                            types::Checked(check_produce_response_LeaderIdAndEpoch, version)
+                                .decode(buf)?;
+                    } else {
+                        bail!("Tag {} is not valid for version {}", tag, version);
+                    }
+                }
+                _ => {
+                    let unknown_value = buf.try_get_bytes(size as usize)?;
+                    unknown_tagged_fields.insert(tag as i32, unknown_value);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_produce_response_ProduceResponse(buf: &mut Bytes, version: i16) -> Result<()> {
+    if version < 3 || version > 13 {
+        bail!("specified version not supported by this message type");
+    }
+    let responses = if version >= 9 {
+        types::CompactArray(types::Checked(
+            check_produce_response_TopicProduceResponse,
+            version,
+        ))
+        .decode(buf)?
+    } else {
+        types::Array(types::Checked(
+            check_produce_response_TopicProduceResponse,
+            version,
+        ))
+        .decode(buf)?
+    };
+    let throttle_time_ms = types::Int32.decode(buf)?;
+    let mut node_endpoints = ();
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 9 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            match tag {
+                0 => {
+                    if version >= 10 {
+                        node_endpoints = types::CompactArray(types::Checked(
+                            check_produce_response_NodeEndpoint,
+                            version,
+                        ))
+                        .decode(buf)?;
+                    } else {
+                        bail!("Tag {} is not valid for version {}", tag, version);
+                    }
+                }
+                _ => {
+                    let unknown_value = buf.try_get_bytes(size as usize)?;
+                    unknown_tagged_fields.insert(tag as i32, unknown_value);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_produce_response_TopicProduceResponse(buf: &mut Bytes, version: i16) -> Result<()> {
+    if version < 3 || version > 13 {
+        bail!("specified version not supported by this message type");
+    }
+    let name = if version <= 12 {
+        if version >= 9 {
+            types::CompactString.decode(buf)?
+        } else {
+            types::String.decode(buf)?
+        }
+    } else {
+        ()
+    };
+    let topic_id = if version >= 13 {
+        types::Uuid.decode(buf)?
+    } else {
+        ()
+    };
+    let partition_responses = if version >= 9 {
+        types::CompactArray(types::Checked(
+            check_produce_response_PartitionProduceResponse,
+            version,
+        ))
+        .decode(buf)?
+    } else {
+        types::Array(types::Checked(
+            check_produce_response_PartitionProduceResponse,
+            version,
+        ))
+        .decode(buf)?
+    };
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 9 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+    }
+    Ok(())
+}
+
+fn check_fetch_response_AbortedTransaction(buf: &mut Bytes, version: i16) -> Result<()> {
+    if version < 4 || version > 18 {
+        bail!("specified version not supported by this message type");
+    }
+    let producer_id = types::Int64.decode(buf)?;
+    let first_offset = types::Int64.decode(buf)?;
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 12 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+    }
+    Ok(())
+}
+
+fn check_fetch_response_EpochEndOffset(buf: &mut Bytes, version: i16) -> Result<()> {
+    if version < 4 || version > 18 {
+        bail!("specified version not supported by this message type");
+    }
+    let epoch = if version >= 12 {
+        types::Int32.decode(buf)?
+    } else {
+        ()
+    };
+    let end_offset = if version >= 12 {
+        types::Int64.decode(buf)?
+    } else {
+        ()
+    };
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 12 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+    }
+    Ok(())
+}
+
+fn check_fetch_response_FetchResponse(buf: &mut Bytes, version: i16) -> Result<()> {
+    if version < 4 || version > 18 {
+        bail!("specified version not supported by this message type");
+    }
+    let throttle_time_ms = types::Int32.decode(buf)?;
+    let error_code = if version >= 7 {
+        types::Int16.decode(buf)?
+    } else {
+        ()
+    };
+    let session_id = if version >= 7 {
+        types::Int32.decode(buf)?
+    } else {
+        ()
+    };
+    let responses = if version >= 12 {
+        types::CompactArray(types::Checked(
+            check_fetch_response_FetchableTopicResponse,
+            version,
+        ))
+        .decode(buf)?
+    } else {
+        types::Array(types::Checked(
+            check_fetch_response_FetchableTopicResponse,
+            version,
+        ))
+        .decode(buf)?
+    };
+    let mut node_endpoints = ();
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 12 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            match tag {
+                0 => {
+                    if version >= 16 {
+                        node_endpoints = types::CompactArray(types::Checked(
+                            check_fetch_response_NodeEndpoint,
+                            version,
+                        ))
+                        .decode(buf)?;
+                    } else {
+                        bail!("Tag {} is not valid for version {}", tag, version);
+                    }
+                }
+                _ => {
+                    let unknown_value = buf.try_get_bytes(size as usize)?;
+                    unknown_tagged_fields.insert(tag as i32, unknown_value);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_fetch_response_FetchableTopicResponse(buf: &mut Bytes, version: i16) -> Result<()> {
+    if version < 4 || version > 18 {
+        bail!("specified version not supported by this message type");
+    }
+    let topic = if version <= 12 {
+        if version >= 12 {
+            types::CompactString.decode(buf)?
+        } else {
+            types::String.decode(buf)?
+        }
+    } else {
+        ()
+    };
+    let topic_id = if version >= 13 {
+        types::Uuid.decode(buf)?
+    } else {
+        ()
+    };
+    let partitions = if version >= 12 {
+        types::CompactArray(types::Checked(check_fetch_response_PartitionData, version))
+            .decode(buf)?
+    } else {
+        types::Array(types::Checked(check_fetch_response_PartitionData, version)).decode(buf)?
+    };
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 12 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+    }
+    Ok(())
+}
+
+fn check_fetch_response_LeaderIdAndEpoch(buf: &mut Bytes, version: i16) -> Result<()> {
+    if version < 4 || version > 18 {
+        bail!("specified version not supported by this message type");
+    }
+    let leader_id = if version >= 12 {
+        types::Int32.decode(buf)?
+    } else {
+        ()
+    };
+    let leader_epoch = if version >= 12 {
+        types::Int32.decode(buf)?
+    } else {
+        ()
+    };
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 12 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+    }
+    Ok(())
+}
+
+fn check_fetch_response_NodeEndpoint(buf: &mut Bytes, version: i16) -> Result<()> {
+    if version < 4 || version > 18 {
+        bail!("specified version not supported by this message type");
+    }
+    let node_id = if version >= 16 {
+        types::Int32.decode(buf)?
+    } else {
+        ()
+    };
+    let host = if version >= 16 {
+        types::CompactString.decode(buf)?
+    } else {
+        ()
+    };
+    let port = if version >= 16 {
+        types::Int32.decode(buf)?
+    } else {
+        ()
+    };
+    let rack = if version >= 16 {
+        types::CompactString.decode(buf)?
+    } else {
+        ()
+    };
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 12 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+    }
+    Ok(())
+}
+
+fn check_fetch_response_PartitionData(buf: &mut Bytes, version: i16) -> Result<()> {
+    if version < 4 || version > 18 {
+        bail!("specified version not supported by this message type");
+    }
+    let partition_index = types::Int32.decode(buf)?;
+    let error_code = types::Int16.decode(buf)?;
+    let high_watermark = types::Int64.decode(buf)?;
+    let last_stable_offset = types::Int64.decode(buf)?;
+    let log_start_offset = if version >= 5 {
+        types::Int64.decode(buf)?
+    } else {
+        ()
+    };
+    let mut diverging_epoch = ();
+    let mut current_leader = ();
+    let mut snapshot_id = ();
+    let aborted_transactions = if version >= 12 {
+        types::CompactArray(types::Checked(
+            check_fetch_response_AbortedTransaction,
+            version,
+        ))
+        .decode(buf)?
+    } else {
+        types::Array(types::Checked(
+            check_fetch_response_AbortedTransaction,
+            version,
+        ))
+        .decode(buf)?
+    };
+    let preferred_read_replica = if version >= 11 {
+        types::Int32.decode(buf)?
+    } else {
+        ()
+    };
+    let records = if version >= 12 {
+        types::CompactBytes.decode(buf)?
+    } else {
+        types::Bytes.decode(buf)?
+    };
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 12 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            match tag {
+                0 => {
+                    diverging_epoch =
+                        types::Checked(check_fetch_response_EpochEndOffset, version).decode(buf)?;
+                }
+                1 => {
+                    current_leader = types::Checked(check_fetch_response_LeaderIdAndEpoch, version)
+                        .decode(buf)?;
+                }
+                2 => {
+                    snapshot_id =
+                        types::Checked(check_fetch_response_SnapshotId, version).decode(buf)?;
+                }
+                _ => {
+                    let unknown_value = buf.try_get_bytes(size as usize)?;
+                    unknown_tagged_fields.insert(tag as i32, unknown_value);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_fetch_response_SnapshotId(buf: &mut Bytes, version: i16) -> Result<()> {
+    if version < 4 || version > 18 {
+        bail!("specified version not supported by this message type");
+    }
+    let end_offset = types::Int64.decode(buf)?;
+    let epoch = types::Int32.decode(buf)?;
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 12 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+    }
+    Ok(())
+}
+
+fn check_list_offsets_response_ListOffsetsPartitionResponse(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
+    if version < 1 || version > 10 {
+        bail!("specified version not supported by this message type");
+    }
+    let partition_index = types::Int32.decode(buf)?;
+    let error_code = types::Int16.decode(buf)?;
+    let timestamp = types::Int64.decode(buf)?;
+    let offset = types::Int64.decode(buf)?;
+    let leader_epoch = if version >= 4 {
+        types::Int32.decode(buf)?
+    } else {
+        ()
+    };
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 6 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+    }
+    Ok(())
+}
+
+fn check_list_offsets_response_ListOffsetsResponse(buf: &mut Bytes, version: i16) -> Result<()> {
+    if version < 1 || version > 10 {
+        bail!("specified version not supported by this message type");
+    }
+    let throttle_time_ms = if version >= 2 {
+        types::Int32.decode(buf)?
+    } else {
+        ()
+    };
+    let topics = if version >= 6 {
+        types::CompactArray(types::Checked(
+            check_list_offsets_response_ListOffsetsTopicResponse,
+            version,
+        ))
+        .decode(buf)?
+    } else {
+        types::Array(types::Checked(
+            check_list_offsets_response_ListOffsetsTopicResponse,
+            version,
+        ))
+        .decode(buf)?
+    };
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 6 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+    }
+    Ok(())
+}
+
+fn check_list_offsets_response_ListOffsetsTopicResponse(
+    buf: &mut Bytes,
+    version: i16,
+) -> Result<()> {
+    if version < 1 || version > 10 {
+        bail!("specified version not supported by this message type");
+    }
+    let name = if version >= 6 {
+        types::CompactString.decode(buf)?
+    } else {
+        types::String.decode(buf)?
+    };
+    let partitions = if version >= 6 {
+        types::CompactArray(types::Checked(
+            check_list_offsets_response_ListOffsetsPartitionResponse,
+            version,
+        ))
+        .decode(buf)?
+    } else {
+        types::Array(types::Checked(
+            check_list_offsets_response_ListOffsetsPartitionResponse,
+            version,
+        ))
+        .decode(buf)?
+    };
+    let mut unknown_tagged_fields = BTreeMap::new();
+    if version >= 6 {
+        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        for _ in 0..num_tagged_fields {
+            let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            let size: u32 = types::UnsignedVarInt.decode(buf)?;
+            let unknown_value = buf.try_get_bytes(size as usize)?;
+            unknown_tagged_fields.insert(tag as i32, unknown_value);
+        }
+    }
+    Ok(())
+}
+
 /// Walks a response body of `key` at `version` without allocating from wire counts;
 /// `None` for a key with no walker here.
 pub(crate) fn check_response(key: ApiKey, buf: &mut Bytes, version: i16) -> Option<Result<()>> {
@@ -6929,6 +7574,9 @@ pub(crate) fn check_response(key: ApiKey, buf: &mut Bytes, version: i16) -> Opti
         ApiKey::IncrementalAlterConfigs => {
             check_incremental_alter_configs_response_IncrementalAlterConfigsResponse(buf, version)
         }
+        ApiKey::Produce => check_produce_response_ProduceResponse(buf, version),
+        ApiKey::Fetch => check_fetch_response_FetchResponse(buf, version),
+        ApiKey::ListOffsets => check_list_offsets_response_ListOffsetsResponse(buf, version),
         _ => return None,
     })
 }

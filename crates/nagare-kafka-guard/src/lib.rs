@@ -5,7 +5,8 @@
 //! claims 2^31 elements makes the process abort on a failed allocation. Every body is
 //! therefore walked first: the Kafka front end checks each request with
 //! [`check_request`] (and a JoinGroup's consumer subscription with
-//! [`check_subscription`]), the share client each response with [`check_response`].
+//! [`check_subscription`]), the share client and the Kafka crate's small client (`nagare
+//! produce`, `consume`, `bench`) each response with [`check_response`].
 //! A walker follows the crate's decoder field by field (the walkers in `generated.rs` are
 //! produced from the crate's own decode bodies by `tools/gen_guard.py`, which
 //! `tests/generated_is_current.rs` keeps honest) but keeps nothing and refuses an array
@@ -47,8 +48,8 @@ mod tests {
     use super::*;
     use bytes::{BufMut, BytesMut};
     use kafka_protocol::messages::{
-        ConsumerProtocolSubscription, MetadataRequest, MetadataResponse, ProduceRequest,
-        ShareFetchResponse,
+        ConsumerProtocolSubscription, FetchResponse, ListOffsetsResponse, MetadataRequest,
+        MetadataResponse, ProduceRequest, ProduceResponse, ShareFetchResponse,
     };
     use kafka_protocol::protocol::{Encodable, StrBytes};
 
@@ -127,15 +128,33 @@ mod tests {
         assert_eq!(check_response(ApiKey::Metadata, 12, &body), Ok(()));
         let body = encoded(&ShareFetchResponse::default(), 1);
         assert_eq!(check_response(ApiKey::ShareFetch, 1, &body), Ok(()));
+        // The versions nagare-kafka's client asks for.
+        let body = encoded(&ProduceResponse::default(), 9);
+        assert_eq!(check_response(ApiKey::Produce, 9, &body), Ok(()));
+        let body = encoded(&FetchResponse::default(), 12);
+        assert_eq!(check_response(ApiKey::Fetch, 12, &body), Ok(()));
+        let body = encoded(&ListOffsetsResponse::default(), 7);
+        assert_eq!(check_response(ApiKey::ListOffsets, 7, &body), Ok(()));
+    }
+
+    #[test]
+    fn huge_fetch_response_counts_are_refused() {
+        // Fetch v12: throttle, error, session id, then the responses' compact array count.
+        let mut b = BytesMut::new();
+        b.put_i32(0);
+        b.put_i16(0);
+        b.put_i32(0);
+        b.put_slice(&[0xfe, 0xff, 0xff, 0xff, 0x0f]);
+        assert!(check_response(ApiKey::Fetch, 12, &b.freeze()).is_err());
     }
 
     #[test]
     fn responses_never_decoded_have_no_guard() {
-        let refused = check_response(ApiKey::Produce, 9, &Bytes::new());
-        assert_eq!(refused, Err(GuardError::NoResponseGuard(ApiKey::Produce)));
+        let refused = check_response(ApiKey::JoinGroup, 9, &Bytes::new());
+        assert_eq!(refused, Err(GuardError::NoResponseGuard(ApiKey::JoinGroup)));
         assert_eq!(
             refused.unwrap_err().to_string(),
-            "no response guard for Produce"
+            "no response guard for JoinGroup"
         );
     }
 

@@ -29,7 +29,8 @@ CRATE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(os.path.dirname(CRATE))
 DEST = os.path.join(CRATE, "src", "generated.rs")
 
-# The responses nagare decodes (the share client's): module, API key.
+# The responses nagare decodes: the share client's, and those of nagare-kafka's small
+# client (`nagare produce`, `consume`, `bench`): module, API key.
 RESPONSES = [
     ("api_versions_response", "ApiVersions"),
     ("metadata_response", "Metadata"),
@@ -40,6 +41,9 @@ RESPONSES = [
     ("share_fetch_response", "ShareFetch"),
     ("share_acknowledge_response", "ShareAcknowledge"),
     ("incremental_alter_configs_response", "IncrementalAlterConfigs"),
+    ("produce_response", "Produce"),
+    ("fetch_response", "Fetch"),
+    ("list_offsets_response", "ListOffsets"),
 ]
 
 # The consumer-protocol subscription carried inside JoinGroup (the Kafka front end reads
