@@ -639,6 +639,46 @@ mod tests {
         }
     }
 
+    fn big_frame() -> Bytes {
+        let mut buf = BytesMut::new();
+        let mut w = FrameWriter::begin(&mut buf, Version::V1_2, Command::Receipt);
+        w.header("receipt-id", "big");
+        w.body(&[b'y'; 2 * crate::outbox::MAX_GATHERED_FRAME], true);
+        buf.freeze()
+    }
+
+    #[tokio::test]
+    async fn frames_of_a_reader_batch_are_held_until_its_end_and_stay_in_order() {
+        let (out, _dead, _hb, mut peer) = pair(1 << 20).await;
+        let mut buf = BytesMut::new();
+        crate::outbox::scope(async {
+            assert!(out.send(receipt(0, 0)).await);
+            assert!(out.send(receipt(0, 1)).await);
+            let early =
+                tokio::time::timeout(Duration::from_millis(100), peer.read_buf(&mut buf)).await;
+            assert!(
+                early.is_err(),
+                "gathered frames written before the batch ended"
+            );
+            // Too large to gather: goes out at once, after what was gathered before it.
+            assert!(out.send(big_frame()).await);
+            assert!(out.send(receipt(0, 2)).await);
+        })
+        .await;
+        let mut want = receipt(0, 0).to_vec();
+        want.extend_from_slice(&receipt(0, 1));
+        want.extend_from_slice(&big_frame());
+        want.extend_from_slice(&receipt(0, 2));
+        while buf.len() < want.len() {
+            let n = tokio::time::timeout(Duration::from_secs(10), peer.read_buf(&mut buf))
+                .await
+                .expect("data within 10 s")
+                .expect("read");
+            assert!(n > 0, "closed early");
+        }
+        assert!(buf[..] == want[..], "frames reordered or cut");
+    }
+
     #[tokio::test]
     async fn close_writes_what_came_before_then_ends_the_connection() {
         let (out, mut dead, _hb, mut peer) = pair(1 << 20).await;
