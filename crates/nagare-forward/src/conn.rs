@@ -1,12 +1,13 @@
 //! One forward connection: read into a buffer, decode every complete request in it,
-//! append them in order, make them as durable as their acks require with one fsync per
-//! partition (group commit), then write all acks with one write.
+//! append them in order (consecutive small requests of one tag as one batch, see
+//! `merge`), make them as durable as their acks require with one fsync per partition
+//! (group commit), then write all acks with one write.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{BufMut, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use nagare_core::security::{Principal, Security};
 use nagare_core::{Broker, Partition};
 use nagare_listener::Stream;
@@ -16,16 +17,19 @@ use crate::auth::{Handshake, Users};
 use crate::authz::TopicAccess;
 use crate::budget::{Budget, Share};
 use crate::config::Config;
-use crate::decode::{Decoder, Frame};
+use crate::decode::{Decoder, Frame, Request};
 use crate::error::DecodeError;
 use crate::ingest::{ack_bytes, Ingest, IngestError};
+use crate::merge::Merge;
 use crate::route::Router;
 
 /// Read granularity; a chunk larger than this grows the buffer to what the decoder
 /// says it needs (bounded by `max_chunk_bytes`).
 const READ_SIZE: usize = 256 * 1024;
-/// Acks are flushed at least every this many requests even if more are buffered.
-const MAX_REQUESTS_PER_ROUND: usize = 64;
+/// Acks are flushed at least every this many requests or events even if more are
+/// buffered (many small Message-mode requests fit in one read; few large chunks do).
+const MAX_REQUESTS_PER_ROUND: usize = 1024;
+const MAX_EVENTS_PER_ROUND: usize = 64 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ConnError {
@@ -177,6 +181,8 @@ pub(crate) async fn handle(
 
         let mut syncs: Vec<(Arc<Partition>, i64)> = Vec::new();
         let mut requests = 0;
+        let mut events = 0;
+        let mut merge = Merge::default();
         // A failure ends the connection, but only after the requests before it in this
         // round are made durable and acknowledged (the sender then resends less).
         let mut failure: Option<ConnError> = None;
@@ -190,6 +196,24 @@ pub(crate) async fn handle(
                     break;
                 }
             };
+            // Merged requests are appended before anything that is not merged with them.
+            let joins = matches!(&frame, Frame::Request(r)
+                if handshake.is_none() && Merge::mergeable(r) && merge.accepts(r));
+            if !joins {
+                if let Some(m) = merge.take() {
+                    let acked = Acked {
+                        syncs: &mut syncs,
+                        out: &mut out,
+                        acks: &mut acks,
+                    };
+                    if let Err(e) =
+                        append(&mut ingest, &m.request, &m.chunks, m.requests, acked).await
+                    {
+                        failure = Some(e.into());
+                        break;
+                    }
+                }
+            }
             match frame {
                 Frame::Nil => {}
                 Frame::Ping(ping) => {
@@ -225,33 +249,38 @@ pub(crate) async fn handle(
                         failure = Some(ConnError::NoHandshake);
                         break;
                     }
-                    let pending = match ingest.append(&req, req.chunk.is_some()).await {
-                        Ok(p) => p,
-                        Err(e) => {
+                    requests += 1;
+                    events += req.entries.len();
+                    if joins {
+                        merge.push(req);
+                    } else {
+                        let acked = Acked {
+                            syncs: &mut syncs,
+                            out: &mut out,
+                            acks: &mut acks,
+                        };
+                        if let Err(e) =
+                            append(&mut ingest, &req, req.chunk.as_slice(), 1, acked).await
+                        {
                             failure = Some(e.into());
                             break;
                         }
-                    };
-                    metrics::counter!("nagare_forward_requests_total", "mode" => req.mode.name())
-                        .increment(1);
-                    metrics::counter!("nagare_forward_events_total")
-                        .increment(req.entries.len() as u64);
-                    for (p, offset) in pending.syncs() {
-                        match syncs.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &p)) {
-                            Some((_, o)) => *o = (*o).max(offset),
-                            None => syncs.push((p, offset)),
-                        }
                     }
-                    if let Some(chunk) = &req.chunk {
-                        metrics::counter!("nagare_forward_chunks_total").increment(1);
-                        ack_bytes(&mut out, chunk);
-                        acks += 1;
-                    }
-                    requests += 1;
-                    if requests >= MAX_REQUESTS_PER_ROUND {
+                    if requests >= MAX_REQUESTS_PER_ROUND || events >= MAX_EVENTS_PER_ROUND {
                         break;
                     }
                 }
+            }
+        }
+        // The last merged requests (a failure above already appended those before it).
+        if let Some(m) = merge.take() {
+            let acked = Acked {
+                syncs: &mut syncs,
+                out: &mut out,
+                acks: &mut acks,
+            };
+            if let Err(e) = append(&mut ingest, &m.request, &m.chunks, m.requests, acked).await {
+                failure = failure.or(Some(e.into()));
             }
         }
         // Durability first, acks after: an ack never precedes its fsync.
@@ -278,6 +307,40 @@ pub(crate) async fn handle(
             return Err(e);
         }
         // Requests may be left in the buffer after a full round: decode before reading.
-        more_buffered = requests >= MAX_REQUESTS_PER_ROUND;
+        more_buffered = requests >= MAX_REQUESTS_PER_ROUND || events >= MAX_EVENTS_PER_ROUND;
     }
+}
+
+/// Where an append leaves what its acks wait for: the fsyncs, the ack bytes, their count.
+struct Acked<'a> {
+    syncs: &'a mut Vec<(Arc<Partition>, i64)>,
+    out: &'a mut Vec<u8>,
+    acks: &'a mut u64,
+}
+
+/// Appends one request (standing for `requests` merged ones) and queues the acks of
+/// `chunks` for after the fsyncs it needs.
+async fn append(
+    ingest: &mut Ingest,
+    req: &Request,
+    chunks: &[Bytes],
+    requests: u64,
+    acked: Acked<'_>,
+) -> Result<(), IngestError> {
+    let pending = ingest.append(req, !chunks.is_empty()).await?;
+    metrics::counter!("nagare_forward_requests_total", "mode" => req.mode.name())
+        .increment(requests);
+    metrics::counter!("nagare_forward_events_total").increment(req.entries.len() as u64);
+    for (p, offset) in pending.syncs() {
+        match acked.syncs.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &p)) {
+            Some((_, o)) => *o = (*o).max(offset),
+            None => acked.syncs.push((p, offset)),
+        }
+    }
+    for chunk in chunks {
+        metrics::counter!("nagare_forward_chunks_total").increment(1);
+        ack_bytes(acked.out, chunk);
+        *acked.acks += 1;
+    }
+    Ok(())
 }

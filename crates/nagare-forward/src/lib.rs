@@ -19,6 +19,7 @@ pub mod decode;
 pub mod error;
 pub mod ingest;
 pub mod json;
+mod merge;
 pub mod msgpack;
 pub mod reject;
 pub mod route;

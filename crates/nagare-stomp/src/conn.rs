@@ -1,6 +1,6 @@
 //! One connection's reading side: read into a buffer, decode every complete frame in it,
 //! run them in order (`dispatch`), and watch the client's heart-beats. Replies go through
-//! the writer task (`writer`).
+//! the writer (`writer`), gathered over each read's frames (`outbox`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -84,7 +84,9 @@ pub(crate) async fn handle(
             }
             let was_connected = session.connected();
             // Frames before a bad one still run; then the bad one is refused.
-            if !run_frames(&mut session, &mut frames).await || session.closing() {
+            // Their replies leave in one write per destination (see `outbox`).
+            let ran = crate::outbox::scope(run_frames(&mut session, &mut frames)).await;
+            if !ran || session.closing() {
                 break 'conn;
             }
             if let Some(e) = bad {

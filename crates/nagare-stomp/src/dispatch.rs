@@ -18,7 +18,18 @@ pub(crate) async fn run_frames(session: &mut Session, frames: &mut Vec<Frame>) -
         if !ok {
             continue;
         }
-        if let Err((e, receipt)) = run_frame(session, frame, &mut pending).await {
+        // Frames after which other tasks start writing to this connection (CONNECTED
+        // must come first; a SUBSCRIBE's RECEIPT before its messages): what they
+        // produced goes out before the next frame runs.
+        let starts_others = matches!(
+            frame.command,
+            Command::Connect | Command::Stomp | Command::Subscribe | Command::Unsubscribe
+        );
+        let res = run_frame(session, frame, &mut pending).await;
+        if starts_others {
+            crate::outbox::flush();
+        }
+        if let Err((e, receipt)) = res {
             // Appends before the bad frame still happen and get their receipts.
             flush(session, &mut pending).await;
             session.reject(&e, receipt.as_deref()).await;
@@ -134,6 +145,8 @@ async fn flush(session: &Session, pending: &mut Option<Append>) -> bool {
     let Some(append) = pending.take() else {
         return true;
     };
+    // What earlier frames produced need not wait for the disk.
+    crate::outbox::flush();
     match append.run().await {
         Ok(()) => {
             for r in &append.receipts {

@@ -29,6 +29,7 @@ pub mod error;
 pub mod frame;
 mod message;
 mod meters;
+mod outbox;
 mod queue_sub;
 mod session;
 mod temp;

@@ -26,6 +26,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
+use crate::outbox;
+
 /// Stop gathering more frames into one write beyond this many bytes. Small: the copy is
 /// held, on top of the budgeted frames, while a slow socket drains.
 const MAX_COALESCE: usize = 64 * 1024;
@@ -36,6 +38,8 @@ pub(crate) enum Out {
     Frame(Bytes, Option<OwnedSemaphorePermit>),
     /// Frames read from the log into room reserved beforehand.
     Reserved(Bytes, Reservation),
+    /// Frames gathered over a batch of inbound frames, with the permits paying for them.
+    Gathered(Bytes, Vec<OwnedSemaphorePermit>),
     /// Queue messages; the acks (ack mode `auto`) are settled once they are written.
     QueueMessages(Bytes, Vec<AutoAck>),
     /// Write what came before, then close the socket.
@@ -194,6 +198,28 @@ impl ConnOut {
         if self.tx.is_closed() {
             return false;
         }
+        // Inside a reader's batch: gathered with the frames around it when there is room
+        // in the budget right away (else what is gathered goes first, then this waits).
+        let bytes = if outbox::active() && bytes.len() < outbox::MAX_GATHERED_FRAME {
+            let n = bytes.len().clamp(1, self.budget_max) as u32;
+            match self.budget.clone().try_acquire_many_owned(n) {
+                Ok(permit) => match outbox::gather(self, bytes, Some(permit)) {
+                    Ok(()) => return true,
+                    Err((untouched, permit)) => {
+                        drop(permit);
+                        untouched
+                    }
+                },
+                Err(tokio::sync::TryAcquireError::Closed) => return false,
+                Err(tokio::sync::TryAcquireError::NoPermits) => {
+                    outbox::flush_for(self.id);
+                    bytes
+                }
+            }
+        } else {
+            outbox::flush_for(self.id);
+            bytes
+        };
         // A partly written frame's rest is queued outside the budget: it is at most one
         // frame per sender, and senders after it take the budgeted path.
         let bytes = match self
@@ -238,6 +264,7 @@ impl ConnOut {
         if self.tx.is_closed() {
             return false;
         }
+        outbox::flush_for(self.id);
         // What the socket does not take keeps its room until written, the rest of a
         // partly written read included: a slow socket holds no unbudgeted bytes.
         let mut room = Some(room);
@@ -260,6 +287,12 @@ impl ConnOut {
         if self.tx.is_closed() {
             return false;
         }
+        let (bytes, permit) = match outbox::gather(self, bytes, Some(permit)) {
+            Ok(()) => return true,
+            Err((bytes, Some(permit))) => (bytes, permit),
+            // `gather` gives back what it was given.
+            Err((_, None)) => return false,
+        };
         match self
             .socket
             .try_direct(bytes, &self.tx, |rest| Out::Frame(rest, None))
@@ -276,6 +309,17 @@ impl ConnOut {
         if self.tx.is_closed() {
             return false;
         }
+        // Messages settled on write are not gathered: settling can re-enter the queue
+        // engine, which may be what is calling here.
+        let bytes = if auto_acks.is_empty() {
+            match outbox::gather(self, bytes, None) {
+                Ok(()) => return false,
+                Err((untouched, _)) => untouched,
+            }
+        } else {
+            outbox::flush_for(self.id);
+            bytes
+        };
         let settle_now = !auto_acks.is_empty();
         let mut acks = Some(auto_acks);
         let res = self.socket.try_direct(bytes, &self.tx, |rest| {
@@ -291,6 +335,21 @@ impl ConnOut {
         }
     }
 
+    /// Sends frames gathered by [`crate::outbox`] with the permits that paid for them:
+    /// straight to the socket if possible, else queued. Never waits.
+    pub(crate) fn send_gathered(&self, bytes: Bytes, permits: Vec<OwnedSemaphorePermit>) {
+        if self.tx.is_closed() || bytes.is_empty() {
+            return;
+        }
+        let mut permits = Some(permits);
+        let res = self.socket.try_direct(bytes, &self.tx, |rest| {
+            Out::Gathered(rest, permits.take().unwrap_or_default())
+        });
+        if let Err(untouched) = res {
+            self.enqueue(Out::Gathered(untouched, permits.unwrap_or_default()));
+        }
+    }
+
     fn enqueue(&self, item: Out) -> bool {
         self.socket.queued.fetch_add(1, Ordering::AcqRel);
         if self.tx.send(item).is_err() {
@@ -301,6 +360,7 @@ impl ConnOut {
     }
 
     pub(crate) fn close(&self) {
+        outbox::flush_for(self.id);
         self.enqueue(Out::Close);
     }
 
@@ -412,6 +472,10 @@ async fn run(
                 Out::Reserved(b, r) => {
                     permits.push(r.conn);
                     permits.push(r.global);
+                    b
+                }
+                Out::Gathered(b, p) => {
+                    permits.extend(p);
                     b
                 }
                 Out::QueueMessages(b, ack) => {
@@ -573,6 +637,46 @@ mod tests {
         for s in senders {
             s.await.expect("sender");
         }
+    }
+
+    fn big_frame() -> Bytes {
+        let mut buf = BytesMut::new();
+        let mut w = FrameWriter::begin(&mut buf, Version::V1_2, Command::Receipt);
+        w.header("receipt-id", "big");
+        w.body(&[b'y'; 2 * crate::outbox::MAX_GATHERED_FRAME], true);
+        buf.freeze()
+    }
+
+    #[tokio::test]
+    async fn frames_of_a_reader_batch_are_held_until_its_end_and_stay_in_order() {
+        let (out, _dead, _hb, mut peer) = pair(1 << 20).await;
+        let mut buf = BytesMut::new();
+        crate::outbox::scope(async {
+            assert!(out.send(receipt(0, 0)).await);
+            assert!(out.send(receipt(0, 1)).await);
+            let early =
+                tokio::time::timeout(Duration::from_millis(100), peer.read_buf(&mut buf)).await;
+            assert!(
+                early.is_err(),
+                "gathered frames written before the batch ended"
+            );
+            // Too large to gather: goes out at once, after what was gathered before it.
+            assert!(out.send(big_frame()).await);
+            assert!(out.send(receipt(0, 2)).await);
+        })
+        .await;
+        let mut want = receipt(0, 0).to_vec();
+        want.extend_from_slice(&receipt(0, 1));
+        want.extend_from_slice(&big_frame());
+        want.extend_from_slice(&receipt(0, 2));
+        while buf.len() < want.len() {
+            let n = tokio::time::timeout(Duration::from_secs(10), peer.read_buf(&mut buf))
+                .await
+                .expect("data within 10 s")
+                .expect("read");
+            assert!(n > 0, "closed early");
+        }
+        assert!(buf[..] == want[..], "frames reordered or cut");
     }
 
     #[tokio::test]
