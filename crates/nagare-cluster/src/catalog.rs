@@ -147,13 +147,21 @@ impl Catalog {
 
     /// Makes share group `group` start at the beginning of its topics when it has no
     /// state yet (`share.auto.offset.reset=earliest`; Kafka's default is the end). The
-    /// group's other settings are kept (the legacy AlterConfigs, the one the admin client
-    /// offers, replaces them all, so they are read first and set again).
+    /// admin client offers the legacy AlterConfigs only, which replaces every config of
+    /// the group, so the group's configs are read first and set again with it. A group
+    /// with group-level configs already (which the admin client cannot read back: it does
+    /// not know their source) is left as it is: someone configured it on purpose, most
+    /// likely a gateway before this one.
     pub(crate) fn start_group_at_beginning(&self, group: &str) -> Result<(), CoreError> {
         const RESET: &str = "share.auto.offset.reset";
         let resource = ResourceSpecifier::Group(group);
-        let described = wait(self.admin.describe_configs([&resource], &Self::options()))
-            .map_err(|e| core_error(group, &e))?;
+        let described = match wait(self.admin.describe_configs([&resource], &Self::options())) {
+            Ok(d) => d,
+            Err(rdkafka::error::KafkaError::AdminOpCreation(m)) if m.contains("config source") => {
+                return Ok(())
+            }
+            Err(e) => return Err(core_error(group, &e)),
+        };
         let current = match described.into_iter().next() {
             Some(Ok(c)) => c,
             Some(Err(code)) => {
@@ -191,6 +199,10 @@ impl Catalog {
                 ));
             }
         }
+        tracing::info!(
+            group,
+            "the queue's share group starts at the beginning of its topic"
+        );
         Ok(())
     }
 

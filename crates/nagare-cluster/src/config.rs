@@ -150,6 +150,9 @@ impl ClusterConfig {
         let mut c = ClientConfig::new();
         c.set("bootstrap.servers", self.bootstrap.join(","));
         c.set("client.id", format!("nagare-gateway-{}", self.node_id));
+        // Small requests (a receipted SEND, an RPC reply) must not wait for Nagle's
+        // algorithm and the peer's delayed ACK: tens of milliseconds each.
+        c.set("socket.nagle.disable", "true");
         c
     }
 

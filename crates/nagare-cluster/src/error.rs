@@ -26,7 +26,12 @@ pub enum ClusterError {
 
 /// The core's error for a failed cluster request about `topic`.
 pub(crate) fn core_error(topic: &str, e: &KafkaError) -> CoreError {
-    match e.rdkafka_error_code() {
+    // An admin operation's own error carries its code outside `rdkafka_error_code`.
+    let code = match e {
+        KafkaError::AdminOp(code) => Some(*code),
+        other => other.rdkafka_error_code(),
+    };
+    match code {
         Some(RDKafkaErrorCode::TopicAlreadyExists) => CoreError::TopicExists(topic.to_string()),
         Some(RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownTopic) => {
             CoreError::UnknownTopic(topic.to_string())

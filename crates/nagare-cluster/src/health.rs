@@ -74,7 +74,7 @@ impl Health {
     /// The gateway cannot work with this cluster at all: it must stop.
     pub(crate) fn fail(&self, reason: String) {
         tracing::error!(store = %self.location, %reason, "cluster mode cannot run against this cluster");
-        self.not_ready(reason.clone());
+        self.state.send_replace(Readiness::NotReady(reason.clone()));
         self.fatal.send_replace(Some(reason));
     }
 

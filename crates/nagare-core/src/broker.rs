@@ -155,9 +155,12 @@ impl Broker {
         match self.create_topic(name, None, self.topic_defaults()) {
             Ok(t) => Ok(t),
             // Lost a race with another creator: theirs is as good as ours.
-            Err(CoreError::TopicExists(_)) => self
-                .topic(name)
-                .ok_or_else(|| CoreError::UnknownTopic(name.to_string())),
+            Err(CoreError::TopicExists(_)) => match (self.topic(name), &self.cluster) {
+                (Some(t), _) => Ok(t),
+                // Another gateway (or task) made it: the metadata may lag a little.
+                (None, Some(cluster)) => off_runtime(|| self.learn_created_topic(cluster, name)),
+                (None, None) => Err(CoreError::UnknownTopic(name.to_string())),
+            },
             Err(e) => Err(e),
         }
     }

@@ -90,6 +90,22 @@ impl Broker {
         Ok(Some(t))
     }
 
+    /// A topic the cluster said exists when it was to be created: learned as soon as
+    /// the metadata shows it (within about a second). Blocking.
+    pub(crate) fn learn_created_topic(
+        &self,
+        cluster: &Arc<dyn ClusterCatalog>,
+        name: &str,
+    ) -> Result<Arc<Topic>, CoreError> {
+        for _ in 0..20 {
+            if let Some(t) = self.learn_topic(cluster, name)? {
+                return Ok(t);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Err(CoreError::UnknownTopic(name.to_string()))
+    }
+
     /// Creates the topic in the cluster (its configs: what was set explicitly, the
     /// cluster's defaults for the rest). Blocking.
     pub(crate) fn create_cluster_topic(

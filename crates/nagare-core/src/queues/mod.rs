@@ -170,10 +170,12 @@ impl Queues {
                 };
                 match self.broker.create_topic(topic_name, Some(1), config) {
                     Ok(t) => t,
-                    Err(CoreError::TopicExists(_)) => self
-                        .broker
-                        .topic_or_learn(topic_name)?
-                        .ok_or_else(|| CoreError::UnknownTopic(topic_name.to_string()))?,
+                    Err(CoreError::TopicExists(_)) => match self.broker.topic(topic_name) {
+                        Some(t) => t,
+                        None => crate::blocking::off_runtime(|| {
+                            self.broker.learn_created_topic(cluster, topic_name)
+                        })?,
+                    },
                     Err(e) => return Err(e),
                 }
             }
