@@ -1,6 +1,8 @@
-//! The cluster's topics: listed and described from metadata (asked through a reader,
-//! which never has a topic created by asking about it), created, deleted and grown
-//! through the admin client. Every call blocks, bounded by [`REQUEST_TIMEOUT`].
+//! The cluster's topics: listed and described from the metadata of every topic (asking
+//! about one topic by name could have the cluster create it, when its
+//! `auto.create.topics.enable` is on), created, deleted and grown, and partitions'
+//! offsets: all through the admin client, which has no other work (the readers' own
+//! connections are busy fetching). Every call blocks, bounded by [`REQUEST_TIMEOUT`].
 //!
 //! Topics whose names start with `__` are the cluster's internals (`__consumer_offsets`,
 //! `__share_group_state`, ...) and nagare's reply topics: never shown to clients.
@@ -14,7 +16,7 @@ use rdkafka::admin::{
     AdminClient, AdminOptions, AlterConfig, NewPartitions, NewTopic, ResourceSpecifier,
     TopicReplication,
 };
-use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::error::KafkaResult;
 use rdkafka::ClientConfig;
 
 use crate::block::wait;
@@ -22,24 +24,25 @@ use crate::config::REQUEST_TIMEOUT;
 use crate::context::Context;
 use crate::error::{core_error, ClusterError};
 use crate::health::Health;
-use crate::tail::Tail;
 
 /// Name prefix of topics clients never see.
 pub(crate) const HIDDEN_PREFIX: &str = "__";
 
 pub(crate) struct Catalog {
     admin: AdminClient<Context>,
-    tail: Arc<Tail>,
 }
 
 impl Catalog {
-    pub(crate) fn new(
-        config: ClientConfig,
-        health: &Arc<Health>,
-        tail: Arc<Tail>,
-    ) -> Result<Catalog, ClusterError> {
+    pub(crate) fn new(config: ClientConfig, health: &Arc<Health>) -> Result<Catalog, ClusterError> {
         let admin = config.create_with_context(Context::new(health, "admin"))?;
-        Ok(Catalog { admin, tail })
+        Ok(Catalog { admin })
+    }
+
+    /// The partition's first offset and end. Blocking.
+    pub(crate) fn watermarks(&self, topic: &str, partition: i32) -> KafkaResult<(i64, i64)> {
+        self.admin
+            .inner()
+            .fetch_watermarks(topic, partition, REQUEST_TIMEOUT)
     }
 
     fn options() -> AdminOptions {
@@ -51,8 +54,9 @@ impl Catalog {
     /// Every topic, the hidden ones included, and how many brokers answered.
     pub(crate) fn all_topics(&self) -> Result<(Vec<RemoteTopic>, usize), CoreError> {
         let md = self
-            .tail
-            .metadata(None)
+            .admin
+            .inner()
+            .fetch_metadata(None, REQUEST_TIMEOUT)
             .map_err(|e| CoreError::Unavailable(e.to_string()))?;
         let topics = md
             .topics()
@@ -73,30 +77,10 @@ impl Catalog {
     }
 
     pub(crate) fn describe_topic(&self, name: &str) -> Result<Option<RemoteTopic>, CoreError> {
-        let md = self
-            .tail
-            .metadata(Some(name))
-            .map_err(|e| CoreError::Unavailable(e.to_string()))?;
-        let Some(t) = md.topics().iter().find(|t| t.name() == name) else {
-            return Ok(None);
-        };
-        match t.error() {
-            None if !t.partitions().is_empty() => Ok(Some(RemoteTopic {
-                name: name.to_string(),
-                partitions: t.partitions().len() as u32,
-            })),
-            None => Ok(None),
-            Some(e) => match RDKafkaErrorCode::from(e) {
-                RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownTopic => {
-                    Ok(None)
-                }
-                // Just created: its leaders are being elected.
-                RDKafkaErrorCode::LeaderNotAvailable => Ok(None),
-                other => Err(CoreError::Unavailable(format!(
-                    "describing topic {name:?}: {other}"
-                ))),
-            },
-        }
+        let (topics, _) = self.all_topics()?;
+        Ok(topics
+            .into_iter()
+            .find(|t| t.name == name && t.partitions > 0))
     }
 
     pub(crate) fn create_topic(

@@ -87,7 +87,7 @@ impl KafkaCluster {
         let producer = Producer::new(config.producer(), health.clone())?;
         let tail = Tail::start(config.reader("tail", false, TAIL_BUFFER_KIB), &health)?;
         let history = History::start(config.reader("catchup", true, history::BUFFER_KIB), &health)?;
-        let catalog = Catalog::new(config.admin(), &health, tail.clone())?;
+        let catalog = Catalog::new(config.admin(), &health)?;
         let clients = Arc::new(Clients {
             config,
             health,

@@ -77,12 +77,13 @@ impl KafkaLog {
             .health
             .check()
             .map_err(CoreError::Unavailable)?;
-        let tail = self.clients.tail.clone();
+        let clients = self.clients.clone();
         let (topic, partition) = (self.topic.clone(), self.partition);
-        let (start, end) = tokio::task::spawn_blocking(move || tail.watermarks(&topic, partition))
-            .await
-            .map_err(|_| CoreError::ShuttingDown)?
-            .map_err(|e| CoreError::Unavailable(e.to_string()))?;
+        let (start, end) =
+            tokio::task::spawn_blocking(move || clients.catalog.watermarks(&topic, partition))
+                .await
+                .map_err(|_| CoreError::ShuttingDown)?
+                .map_err(|e| CoreError::Unavailable(e.to_string()))?;
         *self.seen.lock() = Bounds { start, end };
         self.window.lock().reset(end);
         let me: Weak<dyn Follower> = self.me.clone();

@@ -65,7 +65,7 @@ impl KafkaReplies {
         }
         let (_, end) = self
             .clients
-            .tail
+            .catalog
             .watermarks(&topic, 0)
             .map_err(|e| CoreError::Unavailable(e.to_string()))?;
         let me: Arc<dyn Follower> = self.clone();

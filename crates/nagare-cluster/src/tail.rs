@@ -18,10 +18,8 @@ use parking_lot::Mutex;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaResult;
 use rdkafka::message::{BorrowedMessage, Headers, Message};
-use rdkafka::metadata::Metadata;
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
-use crate::config::REQUEST_TIMEOUT;
 use crate::context::Context;
 use crate::error::ClusterError;
 use crate::health::Health;
@@ -96,18 +94,6 @@ impl Tail {
             .insert(partition, who);
         tracing::debug!(topic, partition, from, "following a partition");
         Ok(())
-    }
-
-    /// The partition's first offset and end, asked of the cluster. Blocking.
-    pub(crate) fn watermarks(&self, topic: &str, partition: i32) -> KafkaResult<(i64, i64)> {
-        self.consumer
-            .fetch_watermarks(topic, partition, REQUEST_TIMEOUT)
-    }
-
-    /// The cluster's metadata (every topic, or one). Blocking. Asked through a reader,
-    /// which never has a topic created by asking about it.
-    pub(crate) fn metadata(&self, topic: Option<&str>) -> KafkaResult<Metadata> {
-        self.consumer.fetch_metadata(topic, REQUEST_TIMEOUT)
     }
 
     pub(crate) fn stop(&self) {

@@ -206,3 +206,6 @@ pub(crate) fn new_record(r: nagare_log::batch::Record) -> NewRecord {
         timestamp: r.timestamp,
     }
 }
+
+#[cfg(test)]
+mod tests;
