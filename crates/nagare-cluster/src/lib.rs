@@ -133,11 +133,15 @@ impl KafkaCluster {
         let health = self.clients.health.clone();
         let mut shares_checked = false;
         let mut replies_started = false;
+        // Probes failed in a row: one alone can be a single slow broker (the request
+        // went to it), two say the cluster does not answer.
+        let mut failures = 0u32;
         while !self.closed.load(Ordering::SeqCst) {
             let clients = self.clients.clone();
             let answer = tokio::task::spawn_blocking(move || clients.catalog.all_topics()).await;
             let ready = match answer {
                 Ok(Ok((_, brokers))) => {
+                    failures = 0;
                     if !shares_checked {
                         match self.check_share_groups().await {
                             Ok(()) => shares_checked = true,
@@ -164,10 +168,13 @@ impl KafkaCluster {
                     shares_checked && replies_started
                 }
                 Ok(Err(e)) => {
-                    health.not_ready(format!(
-                        "cannot reach the Kafka cluster at {}: {e}",
-                        health.location()
-                    ));
+                    failures += 1;
+                    if failures >= 2 || !health.readiness().is_ready() {
+                        health.not_ready(format!(
+                            "cannot reach the Kafka cluster at {}: {e}",
+                            health.location()
+                        ));
+                    }
                     false
                 }
                 Err(_) => return,
