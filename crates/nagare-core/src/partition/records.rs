@@ -33,6 +33,8 @@ use crate::CoreError;
 pub struct RecordsRead {
     pub records: Vec<Record>,
     pub next_offset: i64,
+    /// The last offset of each batch `records` came from, in order.
+    pub batch_ends: Vec<i64>,
 }
 
 impl Partition {
@@ -54,6 +56,7 @@ impl Partition {
                     return Ok(RecordsRead {
                         records: Vec::new(),
                         next_offset: offset.max(from),
+                        batch_ends: Vec::new(),
                     })
                 }
                 Err(e) => return Err(self.core_error(e)),
@@ -62,6 +65,7 @@ impl Partition {
         let mut out = RecordsRead {
             records: Vec::new(),
             next_offset: from,
+            batch_ends: Vec::new(),
         };
         let mut aborted: Option<Vec<AbortedTxnEntry>> = None;
         for b in &batches {
@@ -83,9 +87,11 @@ impl Partition {
                 }
             }
             match decode_records(b) {
-                Ok(records) => out
-                    .records
-                    .extend(records.into_iter().filter(|r| r.offset >= from)),
+                Ok(records) => {
+                    out.records
+                        .extend(records.into_iter().filter(|r| r.offset >= from));
+                    out.batch_ends.push(last);
+                }
                 Err(e) => tracing::warn!(
                     topic = %self.topic,
                     partition = self.index,

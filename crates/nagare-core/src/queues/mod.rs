@@ -64,13 +64,26 @@ impl AckState {
         if offset < self.floor {
             return;
         }
-        self.above.insert(offset);
-        while self.above.remove(&self.floor) {
+        if offset == self.floor {
+            // In order, the common case: no trip through `above`.
+            self.floor += 1;
+        } else {
+            self.above.insert(offset);
+        }
+        while !self.above.is_empty() && self.above.remove(&self.floor) {
             self.floor += 1;
         }
         if !self.counts.is_empty() {
             self.counts.remove(&offset);
-            self.counts = self.counts.split_off(&self.floor);
+            // Counts below the floor are of acknowledged messages; usually there are none,
+            // so this costs a peek rather than rebuilding the map each time.
+            while self
+                .counts
+                .first_key_value()
+                .is_some_and(|(&o, _)| o < self.floor)
+            {
+                self.counts.pop_first();
+            }
         }
     }
 }

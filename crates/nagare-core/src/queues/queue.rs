@@ -4,7 +4,7 @@
 //! In cluster mode the queue is kept by the cluster instead (a [`RemoteQueue`]): every
 //! public method hands over to it, and the local state below stays empty.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Weak};
 
 use nagare_log::batch::{build_batch, NewRecord, Record};
@@ -51,13 +51,18 @@ struct Consumer {
     delivered: VecDeque<i64>,
 }
 
+/// Per-message state keyed by offset. Every message a queue hands out passes through
+/// several of these maps, so they use a fast hasher rather than SipHash: offsets are not
+/// chosen by clients, so there is no hash flooding to defend against.
+pub(super) type OffsetMap<V> = HashMap<i64, V, foldhash::fast::RandomState>;
+
 pub(super) struct State {
     /// Next offset of the topic to read into `ready`.
     pub(super) next_read: i64,
     /// Read or requeued, not yet delivered, by offset (requeued ones go first because
     /// they are older); the flag says whether it was delivered before.
     pub(super) ready: BTreeMap<i64, (Arc<Record>, bool)>,
-    pub(super) in_flight: HashMap<i64, Arc<Record>>,
+    pub(super) in_flight: OffsetMap<Arc<Record>>,
     consumers: Vec<Consumer>,
     /// Round-robin position in `consumers`.
     turn: usize,
@@ -68,9 +73,12 @@ pub(super) struct State {
     redeliveries: u64,
     /// How many times each unsettled message was handed out (STOMP deliveries and share
     /// acquisitions alike: the count is the queue's, not the protocol's).
-    pub(super) counts: HashMap<i64, i16>,
+    pub(super) counts: OffsetMap<i16>,
     /// Messages acquired by share-group members (pull), with their acquisition locks.
-    pub(super) leases: HashMap<i64, super::share::Lease>,
+    pub(super) leases: OffsetMap<super::share::Lease>,
+    /// Last offsets of the record batches read into `ready` (pruned as they are handed
+    /// out): where a batch-optimized share fetch may stop.
+    pub(super) batch_ends: BTreeSet<i64>,
 }
 
 /// What an operator sees of a queue (the HTTP admin API, `nagare queue`).
@@ -141,14 +149,15 @@ impl Queue {
             state: Mutex::new(State {
                 next_read: acks.floor.max(partition.log_start_offset()),
                 ready: BTreeMap::new(),
-                in_flight: HashMap::new(),
+                in_flight: OffsetMap::default(),
                 consumers: Vec::new(),
                 turn: 0,
                 next_consumer: 1,
                 counts: acks.counts.iter().map(|(&o, &c)| (o, c)).collect(),
                 acks,
                 redeliveries: 0,
-                leases: HashMap::new(),
+                leases: OffsetMap::default(),
+                batch_ends: BTreeSet::new(),
             }),
             partition,
             queues,
@@ -220,6 +229,7 @@ impl Queue {
                     st.ready.insert(offset, (Arc::new(record), again));
                 }
                 st.next_read = info.last_offset + 1;
+                st.batch_ends.insert(info.last_offset);
             }
             self.pump_locked(&mut st);
         }
@@ -570,6 +580,7 @@ impl Queue {
                 }
             }
             add_gap(&mut gaps, expect, read.next_offset);
+            st.batch_ends.extend(read.batch_ends);
             st.next_read = read.next_offset;
         }
         gaps.retain(|&o| !st.acks.is_acked(o));

@@ -10,6 +10,9 @@ use nagare_log::batch::Record;
 
 use super::queue::{Queue, State};
 
+/// The most messages [`Queue::acquire_batches`] hands out at once to finish a batch.
+pub(crate) const WHOLE_BATCH_CAP: usize = 16_384;
+
 /// Who holds acquired messages: one share-group member (numbered by the share groups).
 pub type Holder = u64;
 
@@ -45,10 +48,52 @@ pub enum Settle {
 impl Queue {
     /// Acquires up to `max` messages for `holder`, locked until `now_ms + lock_ms`.
     pub fn acquire(&self, holder: Holder, max: usize, now_ms: i64, lock_ms: i64) -> Vec<Acquired> {
+        self.acquire_up_to(holder, max, false, now_ms, lock_ms)
+    }
+
+    /// [`Queue::acquire`], but `max` is a soft limit: the last record batch it reaches is
+    /// acquired whole (at most [`WHOLE_BATCH_CAP`] messages in all), as Kafka's share
+    /// fetch does in its default batch-optimized mode. A consumer then needs one fetch per
+    /// stored batch rather than one per `max` messages.
+    pub fn acquire_batches(
+        &self,
+        holder: Holder,
+        max: usize,
+        now_ms: i64,
+        lock_ms: i64,
+    ) -> Vec<Acquired> {
+        self.acquire_up_to(holder, max, true, now_ms, lock_ms)
+    }
+
+    fn acquire_up_to(
+        &self,
+        holder: Holder,
+        max: usize,
+        whole_batches: bool,
+        now_ms: i64,
+        lock_ms: i64,
+    ) -> Vec<Acquired> {
         let mut st = self.state.lock();
-        let mut out = Vec::new();
+        let mut out: Vec<Acquired> = Vec::new();
         let mut recounted = Vec::new();
-        while out.len() < max {
+        loop {
+            if out.len() >= max {
+                // Past the limit only to finish the batch of the last message, and only
+                // with the next message of that batch already at hand.
+                let Some(last) = out.last().map(|a| a.offset) else {
+                    break;
+                };
+                let batch_goes_on = whole_batches
+                    && out.len() < WHOLE_BATCH_CAP
+                    && !st.batch_ends.contains(&last)
+                    && st
+                        .ready
+                        .first_key_value()
+                        .is_some_and(|(&o, _)| o == last + 1);
+                if !batch_goes_on {
+                    break;
+                }
+            }
             if st.ready.is_empty() && !self.refill(&mut st) {
                 break;
             }
@@ -77,6 +122,11 @@ impl Queue {
         }
         if let Some(mark) = out.iter().map(|a| a.offset + 1).max() {
             self.note_delivered(&mut st, mark);
+        }
+        // Batch ends below everything still to hand out are of no more use.
+        let next = st.ready.first_key_value().map_or(st.next_read, |(&o, _)| o);
+        while st.batch_ends.first().is_some_and(|&e| e < next) {
+            st.batch_ends.pop_first();
         }
         self.note_counts(recounted);
         out

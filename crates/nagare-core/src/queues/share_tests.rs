@@ -184,3 +184,33 @@ async fn delivery_counts_survive_a_restart() {
         "the two deliveries before the crash count"
     );
 }
+
+#[tokio::test]
+async fn batch_optimized_acquisition_finishes_the_batch_it_reached() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, queues) = open(dir.path());
+    let q = queues.queue("batches").unwrap();
+    // Two batches of 5 (offsets 0-4, 5-9): published, and read back after a reopen.
+    publish(&q, 5).await;
+    publish(&q, 5).await;
+    assert_eq!(
+        offsets(&q.acquire_batches(1, 2, 0, 1000)),
+        vec![0, 1, 2, 3, 4]
+    );
+    assert_eq!(
+        offsets(&q.acquire(1, 2, 0, 1000)),
+        vec![5, 6],
+        "record limit is strict"
+    );
+    assert_eq!(offsets(&q.acquire_batches(1, 1, 0, 1000)), vec![7, 8, 9]);
+    drop((q, queues));
+    broker.shutdown().unwrap();
+    drop(broker);
+    let (_b, queues) = open(dir.path());
+    let q = queues.queue("batches").unwrap();
+    assert_eq!(
+        offsets(&q.acquire_batches(1, 6, 0, 1000)),
+        (0..10).collect::<Vec<_>>(),
+        "batches read from the log end where they ended"
+    );
+}

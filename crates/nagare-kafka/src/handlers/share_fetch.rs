@@ -202,6 +202,10 @@ async fn handle(
             }),
         }
     }
+    // MaxRecords is a hard limit only in v2's record-limit mode; otherwise (v1, and v2's
+    // default batch-optimized mode) the last batch reached is handed out whole, as Kafka
+    // does, so a consumer needs fewer fetches.
+    let record_limit = v2.acquire_mode == 1;
     let max_records = match request.max_records {
         n if n > 0 => n as usize,
         _ => DEFAULT_MAX_RECORDS,
@@ -228,11 +232,15 @@ async fn handle(
             if left == 0 {
                 break;
             }
-            let got = q.acquire(holder, left, now, settings.lock_ms);
+            let got = if record_limit {
+                q.acquire(holder, left, now, settings.lock_ms)
+            } else {
+                q.acquire_batches(holder, left, now, settings.lock_ms)
+            };
             if got.is_empty() {
                 continue;
             }
-            left -= got.len();
+            left = left.saturating_sub(got.len());
             match parts
                 .iter_mut()
                 .find(|p| p.topic_id == *id && p.index == *index)

@@ -14,7 +14,7 @@ use bytes::{Bytes, BytesMut};
 /// What v2 added to a request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct V2Fields {
-    /// 0: batch-optimized, 1: record limit (nagare always keeps to MaxRecords).
+    /// 0: batch-optimized (MaxRecords is rounded up to a whole batch), 1: record limit.
     pub acquire_mode: i8,
     /// The request only renews acquisition locks (RENEW acknowledgements): nothing new
     /// is acquired.
