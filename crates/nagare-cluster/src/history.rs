@@ -122,6 +122,7 @@ fn read_once(consumer: &BaseConsumer<Context>, r: &Request) -> Result<Found, Cor
         read: RecordsRead {
             records: Vec::new(),
             next_offset: r.offset,
+            batch_ends: Vec::new(),
         },
         at_end: false,
     };
@@ -143,6 +144,9 @@ fn read_once(consumer: &BaseConsumer<Context>, r: &Request) -> Result<Found, Cor
                     + record.value.as_ref().map_or(0, |v| v.len() as u64)
                     + record.key.as_ref().map_or(0, |k| k.len() as u64);
                 found.read.next_offset = record.offset + 1;
+                // librdkafka hands out records, not batches: each counts as a batch of
+                // its own, so a batch-optimized acquisition never runs past its limit.
+                found.read.batch_ends.push(record.offset);
                 found.read.records.push(record);
             }
             Some(Err(KafkaError::PartitionEOF(_))) => {

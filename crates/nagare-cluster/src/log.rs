@@ -161,6 +161,7 @@ fn empty(offset: i64) -> RecordsRead {
     RecordsRead {
         records: Vec::new(),
         next_offset: offset,
+        batch_ends: Vec::new(),
     }
 }
 

@@ -108,6 +108,7 @@ impl Window {
         let mut out = RecordsRead {
             records: Vec::new(),
             next_offset: self.end,
+            batch_ends: Vec::new(),
         };
         let mut bytes = 0u64;
         for r in self.records.range(first..) {
@@ -116,6 +117,9 @@ impl Window {
                 break;
             }
             bytes += weight(r) as u64;
+            // The window holds records, not batches (librdkafka unpacks them): each
+            // counts as a batch of its own, so a batch-optimized acquisition stays strict.
+            out.batch_ends.push(r.offset);
             out.records.push(r.clone());
         }
         Lookup::Hit(out)

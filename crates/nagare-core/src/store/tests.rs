@@ -69,6 +69,7 @@ impl RemoteLog for MemoryLog {
             .collect();
         RecordsRead {
             next_offset: offset.max(all.len() as i64),
+            batch_ends: records.iter().map(|r| r.offset).collect(),
             records,
         }
     }
