@@ -62,12 +62,15 @@ def test_broker_then_gateway_sigkill_under_load_loses_nothing_acknowledged(kafka
         c.start()
     for c in consumers:
         assert c.subscribed.wait(30), c.errors
-    senders = [StompSender(f"sA{u[:4]}", [a.stomp, b.stomp], dest),
-               StompSender(f"sB{u[:4]}", [b.stomp, a.stomp], dest)]
+    # A steady load, paced so that three brokers, two gateways and the clients share two
+    # cores without starving anyone: about 200 STOMP SENDs and 200 forward events a second
+    # per gateway.
+    senders = [StompSender(f"sA{u[:4]}", [a.stomp, b.stomp], dest, pace=0.005),
+               StompSender(f"sB{u[:4]}", [b.stomp, a.stomp], dest, pace=0.005)]
     for s in senders:
         s.start()
-    fwd = [ForwardLoad([a.forward, b.forward], fwd_tag, f"fA{u[:4]}"),
-           ForwardLoad([b.forward, a.forward], fwd_tag, f"fB{u[:4]}")]
+    fwd = [ForwardLoad([a.forward, b.forward], fwd_tag, f"fA{u[:4]}", "-conns", "2", "-rate", "100"),
+           ForwardLoad([b.forward, a.forward], fwd_tag, f"fB{u[:4]}", "-conns", "2", "-rate", "100")]
     loads = senders + fwd
     try:
         mark("load started")

@@ -3,7 +3,7 @@
 // that a test can check afterwards that nothing acknowledged was lost.
 //
 //	ackedsender -addrs HOST:PORT[,HOST:PORT...] -tag TAG -prefix P
-//	            [-conns 1] [-duration 0s] [-count 0] [-size 0] [-quiet] [-stdin]
+//	            [-conns 1] [-duration 0s] [-count 0] [-size 0] [-rate 0] [-quiet] [-stdin]
 //
 // Each of -conns connections sends events {"id": "P-c-i", "seq": i, "pad": ...} one at a
 // time and waits for each ack (the library's synchronous mode). Its own retries are off
@@ -54,6 +54,7 @@ func main() {
 	quiet := flag.Bool("quiet", false, "no line per acknowledged event")
 	stdin := flag.Bool("stdin", false, "stop when standard input closes")
 	timeout := flag.Duration("timeout", 10*time.Second, "connect, write and ack timeout")
+	rate := flag.Float64("rate", 0, "events per second per connection at most (0: as fast as acks come)")
 	flag.Parse()
 	list := strings.Split(*addrs, ",")
 	if *addrs == "" || *tag == "" || (*duration == 0 && *count == 0 && !*stdin) {
@@ -83,7 +84,16 @@ func main() {
 			defer wg.Done()
 			s := sender{list: list, next: c % len(list), timeout: *timeout}
 			defer s.close()
+			next := time.Now()
 			for i := 0; (*count == 0 || i < *count) && !stop.Load(); i++ {
+				if *rate > 0 {
+					// No burst to catch up after an outage: the pace restarts from now.
+					if time.Until(next) < -time.Second {
+						next = time.Now()
+					}
+					time.Sleep(time.Until(next))
+					next = next.Add(time.Duration(float64(time.Second) / *rate))
+				}
 				id := fmt.Sprintf("%s-%d-%d", *prefix, c, i)
 				rec := map[string]interface{}{"id": id, "seq": i, "pad": pad}
 				for !stop.Load() {
