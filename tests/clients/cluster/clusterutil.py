@@ -20,6 +20,9 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 SCRIPT = ROOT / "scripts" / "kafka-cluster"
 ACKED_SENDER = HERE / "go" / "ackedsender"
+KAFKA_VERSION = os.environ.get("KAFKA_VERSION", "4.3.1")
+KAFKA_LIBS = pathlib.Path(os.environ.get("KAFKA_CLUSTER_CACHE", ROOT / "target" / "kafka-cluster")) / f"kafka-{KAFKA_VERSION}"
+SHARE_WORKER_CLASSES = HERE / "java" / "classes"
 # The cluster of a test session: nodes on BASEPORT..BASEPORT+2, controllers 100 above.
 BASEPORT = int(os.environ.get("NAGARE_TEST_KAFKA_BASEPORT", "19092"))
 
@@ -274,3 +277,23 @@ def start_acked_sender(addrs, tag, prefix, *args):
         [str(ACKED_SENDER), "-addrs", ",".join(f"{h}:{p}" for h, p in addrs), "-tag", tag,
          "-prefix", prefix, "-stdin", *map(str, args)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def share_worker(bootstrap, group, *args, timeout=120, env=None):
+    """Runs the share-group tests' Java worker (KafkaShareConsumer, kafka-clients of the
+    cluster's version) to its end; returns its stdout."""
+    assert (SHARE_WORKER_CLASSES / "nagare" / "ShareWorker.class").exists(), \
+        "the Java share worker is missing: run tests/clients/cluster/setup.sh"
+    cmd = ["java", "-Xmx256m", f"-Dlog4j2.configurationFile={KAFKA_LIBS / 'log4j2.properties'}",
+           "-cp", f"{SHARE_WORKER_CLASSES}:{KAFKA_LIBS / 'jars'}/*", "nagare.ShareWorker",
+           bootstrap, group, *map(str, args)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                       env=dict(os.environ, **(env or {})))
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    return r.stdout
+
+
+def worker_line(out, prefix):
+    """The comma-separated items of the worker's line starting with `prefix `."""
+    found = next(ln for ln in out.splitlines() if ln.startswith(prefix + " "))
+    return [v for v in found[len(prefix) + 1:].split(",") if v]

@@ -3,6 +3,8 @@
 # when something cannot be had):
 #   - the Apache Kafka jars scripts/kafka-cluster runs (Maven Central, through Maven);
 #   - go/ackedsender, the acknowledged forward load (github.com/fluent/fluent-logger-golang);
+#   - java/classes: the share-group tests' KafkaShareConsumer worker, compiled against the
+#     cluster's kafka-clients;
 #   - the Python clients the tests import (from requirements.txt, installed by scripts/test).
 # The cluster itself starts only when a cluster test runs (a pytest session fixture).
 set -euo pipefail
@@ -27,6 +29,14 @@ ls "$jars"/kafka_2.13-*.jar "$jars"/kafka-clients-*.jar >/dev/null
   fi
 )
 [ -x "$here/go/ackedsender" ] || { echo "cluster: go/ackedsender was not built" >&2; exit 1; }
+
+src="$here/../share_groups/java/src/nagare"
+out="$here/java/classes"
+if [ ! -f "$out/nagare/ShareWorker.class" ] || [ -n "$(find "$src" -name '*.java' -newer "$out/nagare/ShareWorker.class" | head -1)" ]; then
+  mkdir -p "$out"
+  javac -nowarn -d "$out" -cp "$jars/*" "$src"/*.java
+fi
+[ -f "$out/nagare/ShareWorker.class" ] || { echo "cluster: the Java share worker was not built" >&2; exit 1; }
 
 python3 -c 'import confluent_kafka, stomp, fluent.sender' \
   || { echo "cluster: the Python clients are missing (pip install -r tests/clients/requirements.txt)" >&2; exit 1; }
