@@ -193,6 +193,9 @@ class Gateway(Nagare):
 
     def __init__(self, data_dir, store, node_id, config=None, extra_args=(), env=None):
         super().__init__(data_dir, extra_args, env)
+        # The gateway reads NAGARE_* variables as settings: the tests' own are not for it.
+        for k in ("NAGARE_BIN", "NAGARE_TEST_KAFKA_BASEPORT"):
+            self.env.pop(k, None)
         self.store = store
         self.node_id = node_id
         self.config = config

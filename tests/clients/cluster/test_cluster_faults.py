@@ -69,8 +69,12 @@ def test_broker_then_gateway_sigkill_under_load_loses_nothing_acknowledged(kafka
                StompSender(f"sB{u[:4]}", [b.stomp, a.stomp], dest, pace=0.005)]
     for s in senders:
         s.start()
-    fwd = [ForwardLoad([a.forward, b.forward], fwd_tag, f"fA{u[:4]}", "-conns", "2", "-rate", "100"),
-           ForwardLoad([b.forward, a.forward], fwd_tag, f"fB{u[:4]}", "-conns", "2", "-rate", "100")]
+    # The forward senders wait for an ack longer than the gateway may take to get the
+    # cluster's (its delivery timeout), as Fluentd's out_forward does: a resend then means
+    # the connection broke.
+    fwd_args = ("-conns", "2", "-rate", "100", "-timeout", "30s")
+    fwd = [ForwardLoad([a.forward, b.forward], fwd_tag, f"fA{u[:4]}", *fwd_args),
+           ForwardLoad([b.forward, a.forward], fwd_tag, f"fB{u[:4]}", *fwd_args)]
     loads = senders + fwd
     try:
         mark("load started")
