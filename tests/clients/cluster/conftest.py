@@ -5,13 +5,15 @@
   after it). Started the first time a cluster test asks for it, so the rest of the suite
   never waits for it, and stopped at the end of the session. A cluster that is already
   running on those ports (e.g. started by hand while developing) is used as it is and left
-  running.
+  running. `session_cluster` is the same cluster before it is started.
 - `gateway_factory`: nagare gateways (`serve --store kafka://... --node-id N`) with their
   own data directories and loopback ports; stopped at the end of the test.
 - `gateways`: gateways A (node id 1) and B (node id 2), both ready (`/healthz` 200).
 
 Gateway logs are printed when a test fails.
 """
+
+import pathlib
 
 import pytest
 
@@ -29,15 +31,38 @@ def pytest_runtest_makereport(item, call):
     setattr(item, "rep_" + rep.when, rep)
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """The unreachable-cluster test goes first among the cluster tests: while the session's
+    cluster has not started yet, it can use that one as its cluster that is down and then
+    start it for everyone, instead of starting a second cluster of its own."""
+    here = pathlib.Path(__file__).resolve().parent
+    mine = [i for i in items if here in pathlib.Path(str(i.path)).resolve().parents]
+    first = [i for i in mine if pathlib.Path(str(i.path)).name == "test_cluster_unreachable.py"]
+    if not first:
+        return
+    positions = [k for k, i in enumerate(items) if i in mine]
+    for k, item in zip(positions, first + [i for i in mine if i not in first]):
+        items[k] = item
+
+
 @pytest.fixture(scope="session")
-def kafka_cluster():
+def session_cluster():
+    """The session's cluster whether it runs or not: (cluster, state). It is stopped at
+    the end if this session started it."""
     cluster = KafkaCluster()
-    reused = cluster.running()
-    if not reused:
-        cluster.start()
-    yield cluster
-    if not reused:
+    state = {"started_here": False}
+    yield cluster, state
+    if state["started_here"]:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(session_cluster):
+    cluster, state = session_cluster
+    if not cluster.running():
+        cluster.start()
+        state["started_here"] = True
+    return cluster
 
 
 @pytest.fixture
