@@ -56,6 +56,7 @@ class StompSender(threading.Thread):
         self.window, self.overdue, self.pace = window, overdue, pace
         self.stop_flag = threading.Event()
         self.acked = {}  # id -> ack time
+        self.sent = {}  # id -> when its acknowledged send was made
         self.retried = set()
         self.errors = []
         self.latencies = []
@@ -74,6 +75,11 @@ class StompSender(threading.Thread):
     def ack_times(self):
         with self.lock:
             return sorted(self.acked.values())
+
+    def ack_pairs(self):
+        """[(send time, ack time)] of every acknowledged message."""
+        with self.lock:
+            return [(self.sent[m], t) for m, t in self.acked.items()]
 
     def run(self):
         conn = None
@@ -118,6 +124,7 @@ class StompSender(threading.Thread):
                     sent, _ = pending.pop(rid)
                     with self.lock:
                         self.acked[rid] = now
+                        self.sent[rid] = sent
                         self.latencies.append(now - sent)
                 failed = None
                 if not conn.collector.errors.empty():
@@ -210,6 +217,7 @@ class ForwardLoad:
     def __init__(self, addrs, tag, prefix, *args):
         self.proc = start_acked_sender(addrs, tag, prefix, *args)
         self.acked = {}
+        self.sent = {}
         self.retried = set()
         self.retry_lines = []
         self.done = None
@@ -223,7 +231,9 @@ class ForwardLoad:
             now = time.time()
             with self.lock:
                 if word == "ack":
-                    self.acked[rest] = now
+                    mid, _, sent = rest.partition(" ")
+                    self.acked[mid] = now
+                    self.sent[mid] = int(sent) / 1000 if sent else now
                 elif word == "retry":
                     mid, _, why = rest.partition(" ")
                     self.retried.add(mid)
@@ -238,6 +248,11 @@ class ForwardLoad:
     def ack_times(self):
         with self.lock:
             return sorted(self.acked.values())
+
+    def ack_pairs(self):
+        """[(send time, ack time)] of every acknowledged event."""
+        with self.lock:
+            return [(self.sent[m], t) for m, t in self.acked.items()]
 
     def stop(self, timeout=30):
         """Closes its stdin; it finishes the event in flight (bounded by its timeouts)."""
@@ -257,6 +272,8 @@ def longest_gap(times, start, end):
     return max(b - a for a, b in zip(points, points[1:]))
 
 
-def first_after(times, t):
-    later = [x for x in times if x > t]
-    return later[0] - t if later else None
+def first_sent_after(pairs, t):
+    """Seconds from t to the first acknowledgement of a message sent after t (what was
+    in flight at t does not count)."""
+    later = [acked for sent, acked in pairs if sent >= t]
+    return min(later) - t if later else None

@@ -9,8 +9,8 @@
 - temp-queue RPC latency p50/p99 (stomp.py, lock-step): the embedded store (`--store
   local`), cluster mode with requester and responder on one gateway, and across two;
 - a Kafka broker SIGKILL under receipted STOMP SENDs and forward acks through a gateway:
-  seconds from the kill to the first acknowledgement after it, and the longest time
-  without any.
+  seconds from the kill to the first acknowledgement of a write sent after it, and the
+  longest time without any acknowledgement.
 
     NAGARE_BIN=target/release/nagare tests/clients/cluster/measure_cluster.py [--quick]
 
@@ -31,7 +31,7 @@ import time
 import stomp
 
 from clusterutil import BIN, Collector, Gateway, KafkaCluster, Nagare, stomp_connect, uid
-from loadgen import ForwardLoad, StompSender, first_after, longest_gap
+from loadgen import ForwardLoad, StompSender, first_sent_after, longest_gap
 
 
 # ---- forward ingestion -------------------------------------------------------------------
@@ -178,8 +178,8 @@ def broker_kill(cluster, gw, window=30):
     cluster.restart(victim)
     cluster.wait_isr(topic, 3)
     out = {}
-    for name, times in (("STOMP receipted SEND", sender.ack_times()), ("forward with ack", fwd.ack_times())):
-        out[name] = (first_after(times, t_kill), longest_gap(times, t_kill, t_end))
+    for name, load in (("STOMP receipted SEND", sender), ("forward with ack", fwd)):
+        out[name] = (first_sent_after(load.ack_pairs(), t_kill), longest_gap(load.ack_times(), t_kill, t_end))
     return victim, out
 
 
@@ -261,7 +261,7 @@ def main():
         print()
     if kill:
         victim, res = kill
-        print(f"| {f'broker SIGKILL (node {victim}, partition leader)':42} | {'first ack after, s':>18} | {'longest gap, s':>14} |")
+        print(f"| {f'broker SIGKILL (node {victim}, partition leader)':42} | {'first new write acked, s':>18} | {'longest gap, s':>14} |")
         print(f"|{'-' * 44}|{'-' * 20}|{'-' * 16}|")
         for name, (first, gap) in res.items():
             first_s = f"{first:.2f}" if first is not None else "none"

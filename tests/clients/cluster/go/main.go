@@ -9,7 +9,8 @@
 // time and waits for each ack (the library's synchronous mode). Its own retries are off
 // (MaxRetry 1) so that every resend is visible here: after a failure the same event is
 // sent again, to the next address of -addrs, after a "retry ID REASON" line. Output:
-// "ack ID" per acknowledged event (not with -quiet), then
+// "ack ID SENT_MS" per acknowledged event (SENT_MS: when its acknowledged send began, in
+// Unix milliseconds; not with -quiet), then
 // "done acked=N retries=R elapsed=SECONDS". It stops after -duration, after -count events
 // per connection, or (-stdin) when its standard input closes; every wait is bounded.
 package main
@@ -97,11 +98,12 @@ func main() {
 				id := fmt.Sprintf("%s-%d-%d", *prefix, c, i)
 				rec := map[string]interface{}{"id": id, "seq": i, "pad": pad}
 				for !stop.Load() {
+					sent := time.Now()
 					err := s.post(*tag, rec)
 					if err == nil {
 						acked.Add(1)
 						if !*quiet {
-							out.line("ack %s", id)
+							out.line("ack %s %d", id, sent.UnixMilli())
 						}
 						break
 					}
