@@ -3,7 +3,8 @@
 - `kafka_cluster` (session): the 3-broker Kafka 4.3 KRaft cluster of scripts/kafka-cluster
   on 127.0.0.1 (nodes on $NAGARE_TEST_KAFKA_BASEPORT, default 19092, and the two ports
   after it). Started the first time a cluster test asks for it, so the rest of the suite
-  never waits for it, and stopped at the end of the session. A cluster that is already
+  never waits for it, and stopped after the last cluster test (the rest of the suite does
+  not share the machine with three idle brokers). A cluster that is already
   running on those ports (e.g. started by hand while developing) is used as it is and left
   running. `session_cluster` is the same cluster before it is started.
 - `gateway_factory`: nagare gateways (`serve --store kafka://... --node-id N`) with their
@@ -45,15 +46,39 @@ def pytest_collection_modifyitems(session, config, items):
         items[k] = item
 
 
+def _is_cluster_test(item):
+    here = pathlib.Path(__file__).resolve().parent
+    return item is not None and here in pathlib.Path(str(item.path)).resolve().parents
+
+
+# The session's cluster and whether this session started it (set by `session_cluster`).
+_SESSION = {}
+
+
+def _stop_session_cluster():
+    if _SESSION.get("state", {}).get("started_here"):
+        _SESSION["state"]["started_here"] = False
+        _SESSION["cluster"].stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After the last cluster test (its gateways are stopped by then), the cluster stops
+    too: the cluster tests run together (see pytest_collection_modifyitems)."""
+    yield
+    if _is_cluster_test(item) and not _is_cluster_test(nextitem):
+        _stop_session_cluster()
+
+
 @pytest.fixture(scope="session")
 def session_cluster():
-    """The session's cluster whether it runs or not: (cluster, state). It is stopped at
-    the end if this session started it."""
+    """The session's cluster whether it runs or not: (cluster, state). It is stopped after
+    the last cluster test if this session started it."""
     cluster = KafkaCluster()
     state = {"started_here": False}
+    _SESSION.update(cluster=cluster, state=state)
     yield cluster, state
-    if state["started_here"]:
-        cluster.stop()
+    _stop_session_cluster()
 
 
 @pytest.fixture(scope="session")
