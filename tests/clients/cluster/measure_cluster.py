@@ -168,8 +168,10 @@ def broker_kill(cluster, gw, window=30):
             time.sleep(0.2)
         time.sleep(3)
         victim = cluster.leader(topic)
-        t_kill = time.time()
         cluster.kill(victim)
+        # Taken once the kill is done: the script takes a while to start, and writes sent
+        # before the broker is actually gone are acknowledged as usual.
+        t_kill = time.time()
         time.sleep(window)
         t_end = time.time()
     finally:
