@@ -38,7 +38,10 @@ if [ ! -f "$out/nagare/ShareWorker.class" ] || [ -n "$(find "$src" -name '*.java
 fi
 [ -f "$out/nagare/ShareWorker.class" ] || { echo "cluster: the Java share worker was not built" >&2; exit 1; }
 
-python3 -c 'import confluent_kafka, stomp, fluent.sender' \
+# The suite's virtualenv when there is one (scripts/test puts it first on PATH too).
+py=python3
+[ -x "$root/.venv/bin/python" ] && py="$root/.venv/bin/python"
+"$py" -c 'import confluent_kafka, stomp, fluent.sender' \
   || { echo "cluster: the Python clients are missing (pip install -r tests/clients/requirements.txt)" >&2; exit 1; }
 
 echo "cluster tests ready: Kafka jars in $jars, $(cd "$here/go" && go version -m ackedsender | grep -o 'fluent-logger-golang[[:space:]]*v[0-9.]*' | tr -s ' \t' ' ')"
