@@ -3,6 +3,11 @@
 Every test gets the server binary built by scripts/test (target/release/nagare, or
 $NAGARE_BIN), started on port 0 with a fresh data directory; the bound ports are read
 from the --ports-file the server writes once every listener is up.
+
+scripts/test runs the tests on two pytest-xdist workers (`--dist loadgroup`): each file's
+tests stay together on one worker (its module fixtures start once), and every test under a
+folder that shares one expensive session server (e.g. a Kafka cluster) stays on one worker
+too, so that server starts once.
 """
 
 import os
@@ -17,6 +22,20 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = os.environ.get("NAGARE_BIN", str(ROOT / "target" / "release" / "nagare"))
+
+
+# Folders whose tests share one session-scoped server: all of them run on one worker.
+SHARED_SESSION_FOLDERS = {"cluster"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Groups tests for `--dist loadgroup`: by file, or by folder for the folders above."""
+    here = pathlib.Path(__file__).resolve().parent
+    for item in items:
+        rel = pathlib.Path(item.path).resolve().relative_to(here)
+        folder = rel.parts[0] if len(rel.parts) > 1 else ""
+        group = folder if folder in SHARED_SESSION_FOLDERS else str(rel)
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 class Nagare:

@@ -292,17 +292,16 @@ impl Reader {
 
     /// Reads and decodes the next response as `T`.
     pub async fn recv<T: Decodable>(&mut self, key: ApiKey, version: i16) -> Result<T> {
-        let (_, mut body) = self
+        let (_, body) = self
             .frame(key.response_header_version(version) >= 1)
             .await?;
-        T::decode(&mut body, version).map_err(|e| ClientError::Protocol(e.to_string()))
+        decode(key, version, body)
     }
 
     /// Reads the answer to a one-batch produce request.
     pub async fn recv_produce(&mut self) -> Result<Produced> {
-        let (id, mut body) = self.frame(true).await?;
-        let resp = ProduceResponse::decode(&mut body, PRODUCE_VERSION)
-            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let (id, body) = self.frame(true).await?;
+        let resp: ProduceResponse = decode(ApiKey::Produce, PRODUCE_VERSION, body)?;
         let p = resp
             .responses
             .first()
@@ -316,6 +315,14 @@ impl Reader {
             base_offset: p.base_offset,
         })
     }
+}
+
+/// Decodes a response body as `T`, after the allocation guard has walked it: the broker
+/// may be any Kafka, and the codec sizes its vectors from the counts it reads.
+fn decode<T: Decodable>(key: ApiKey, version: i16, mut body: Bytes) -> Result<T> {
+    nagare_kafka_guard::check_response(key, version, &body)
+        .map_err(|e| ClientError::Protocol(format!("{key:?} v{version} response: {e}")))?;
+    T::decode(&mut body, version).map_err(|e| ClientError::Protocol(e.to_string()))
 }
 
 /// Counts the records of the whole batches in `records` that start at or after `from`

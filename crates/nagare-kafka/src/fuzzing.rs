@@ -56,7 +56,8 @@ pub fn sasl_exchange(data: &[u8]) {
 
 /// Decodes any request body we implement, after the guard has walked it, and drops it.
 fn decode_body(req: &ParsedRequest) -> Result<(), String> {
-    crate::guard::check(req.api_key, &req.body, req.version)?;
+    nagare_kafka_guard::check_request(req.api_key, req.version, &req.body)
+        .map_err(|e| e.to_string())?;
     let mut body = req.body.clone();
     RequestKind::decode(req.api_key, &mut body, req.version)
         .map(|_| ())

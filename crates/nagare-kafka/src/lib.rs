@@ -13,7 +13,6 @@ pub mod consumer_protocol;
 pub mod errors;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
-mod guard;
 mod handlers;
 mod internal_topics;
 mod memory_pool;

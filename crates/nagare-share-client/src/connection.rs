@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use crate::config::Settings;
-use crate::{guard, security, ShareError};
+use crate::{security, ShareError};
 
 /// A plain or TLS stream.
 pub(crate) trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
@@ -284,7 +284,7 @@ fn decode<R: Request>(
             header.correlation_id
         ));
     }
-    guard::check(key, &body, version)?;
+    nagare_kafka_guard::check_response(key, version, &body).map_err(|e| e.to_string())?;
     R::Response::decode(&mut body, version).map_err(|e| e.to_string())
 }
 

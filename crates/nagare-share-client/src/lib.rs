@@ -13,8 +13,8 @@
 //! metadata, coordinator), `membership` (the heartbeat), `session` (share session epochs),
 //! `fetch` (ShareFetch and ShareAcknowledge on the wire, reading acquired records), `acks`
 //! (pending acknowledgements and their batches), `consumer` (poll, flush and close
-//! tying them together), `admin` (group configs). `guard` walks every response before
-//! the codec decodes it, so a count read from the wire never sizes an allocation.
+//! tying them together), `admin` (group configs). `nagare_kafka_guard` walks every response
+//! before the codec decodes it, so a count read from the wire never sizes an allocation.
 //!
 //! Behaviour worth knowing:
 //! - `poll` fetches from every broker leading an assigned partition at once, each fetch in
@@ -53,7 +53,6 @@ mod consumer;
 mod error;
 mod error_names;
 mod fetch;
-mod guard;
 mod membership;
 mod scram;
 mod security;

@@ -10,7 +10,7 @@ import uuid
 
 from confluent_kafka import Producer
 
-from share_util import create_topic, run_worker, set_group_config, start_worker
+from share_util import create_topic, run_worker, set_group_config, start_worker, wait_polling
 
 VALUE = b"x" * 100
 
@@ -45,7 +45,8 @@ def latency(bootstrap, rate, seconds):
     create_topic(bootstrap, topic, 1)
     n = rate * seconds
     worker = start_worker(bootstrap, group, "perf", topic, n, env={"DEADLINE_MS": "120000"})
-    time.sleep(5)  # joined (latest: only what is sent from now on)
+    wait_polling(worker)  # joined (latest: only what is sent from now on)
+    time.sleep(1)
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     start = time.time()
     for i in range(n):

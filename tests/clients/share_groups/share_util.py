@@ -4,6 +4,7 @@
 import os
 import pathlib
 import subprocess
+import time
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -19,10 +20,14 @@ def create_topic(bootstrap, name, partitions):
         f.result(timeout=10)
 
 
-def produce(bootstrap, topic, n, partitions=1, start=0):
+def produce(bootstrap, topic, n, partitions=1, start=0, chunk=None):
+    """Produces `n` records valued start.. round-robin over the partitions; with `chunk`,
+    flushed every `chunk` records so that they land in many batches."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(start, start + n):
         p.produce(topic, value=str(i).encode(), partition=i % partitions)
+        if chunk and (i - start + 1) % chunk == 0:
+            assert p.flush(30) == 0
     assert p.flush(30) == 0
 
 
@@ -44,6 +49,19 @@ def start_worker(bootstrap, group, *args, env=None):
     return subprocess.Popen(worker_args(bootstrap, group, *args), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, **(env or {})))
+
+
+def wait_polling(proc, timeout=60):
+    """Waits for a consume-mode worker's "polling" line: its JVM is up and it has been
+    polling (heartbeating into the group) for a second."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        ln = proc.stdout.readline()
+        if not ln:
+            raise AssertionError("worker ended before polling: " + proc.stderr.read())
+        if ln.strip() == "polling":
+            return
+    raise AssertionError("worker not polling after %ss" % timeout)
 
 
 def set_group_config(bootstrap, group, **configs):

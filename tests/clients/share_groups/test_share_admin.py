@@ -2,11 +2,10 @@
 describeShareGroups, listShareGroupOffsets, alterShareGroupOffsets,
 deleteShareGroupOffsets, listGroups(forShareGroups) and deleteShareGroups."""
 
-import time
 import uuid
 
 from share_util import (admin, consumed, create_topic, produce, run_worker, set_group_config,
-                        start_worker)
+                        start_worker, wait_polling)
 
 
 def test_describe_list_offsets_alter_delete(nagare):
@@ -16,9 +15,9 @@ def test_describe_list_offsets_alter_delete(nagare):
     set_group_config(nagare.kafka, group, share_auto_offset_reset="earliest")
     produce(nagare.kafka, topic, 100, partitions=2)
     member = start_worker(nagare.kafka, group, "consume", topic, 1000,
-                          env={"DEADLINE_MS": "8000"})
+                          env={"DEADLINE_MS": "12000"})
     try:
-        time.sleep(4)
+        wait_polling(member)
         out = admin(nagare.kafka, group, "describe")
         assert "group Stable members=1" in out, out
         assert f"{topic}-0,{topic}-1" in out, out

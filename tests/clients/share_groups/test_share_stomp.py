@@ -11,7 +11,7 @@ import uuid
 
 import stomp
 
-from share_util import consumed, start_worker, run_worker
+from share_util import consumed, run_worker, start_worker, wait_polling
 
 
 class Acker(stomp.ConnectionListener):
@@ -49,7 +49,7 @@ def test_stomp_and_share_consumers_each_message_processed_once(nagare):
     java = start_worker(nagare.kafka, name, "consume", f"queue.{name}", 5000,
                         env={"IDLE_EXIT_MS": "5000", "MAX_POLL_RECORDS": "50"})
     try:
-        time.sleep(4)  # the share consumer has joined
+        wait_polling(java)  # the share consumer has joined
         producer, _ = connect(nagare)
         for i in range(5000):
             producer.send(dest, str(i))

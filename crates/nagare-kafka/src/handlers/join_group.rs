@@ -129,7 +129,7 @@ fn subscription_topics(metadata: &Bytes) -> Vec<String> {
         return Vec::new();
     }
     let version = version.min(ConsumerProtocolSubscription::VERSIONS.max);
-    if crate::guard::check_subscription(&body, version).is_err() {
+    if nagare_kafka_guard::check_subscription(version, &body).is_err() {
         return Vec::new();
     }
     ConsumerProtocolSubscription::decode(&mut body, version)

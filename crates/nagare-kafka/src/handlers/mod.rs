@@ -197,9 +197,9 @@ pub(crate) fn route(frame: Bytes) -> Result<(&'static Handler, ParsedRequest), R
 }
 
 /// Decodes the request body as `T` at the request's version, after the allocation guard
-/// has walked it (see `crate::guard`).
+/// has walked it (see `nagare_kafka_guard`).
 pub(crate) fn decode<T: Decodable>(req: &ParsedRequest) -> Result<T, KafkaError> {
-    crate::guard::check(req.api_key, &req.body, req.version)
+    nagare_kafka_guard::check_request(req.api_key, req.version, &req.body)
         .map_err(|e| KafkaError::Malformed(format!("{:?} v{}: {e}", req.api_key, req.version)))?;
     let mut body = req.body.clone();
     T::decode(&mut body, req.version)

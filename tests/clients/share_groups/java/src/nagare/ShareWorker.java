@@ -12,6 +12,7 @@ import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -88,8 +89,23 @@ public final class ShareWorker {
             c.subscribe(List.of(topic));
             long deadline = System.currentTimeMillis() + limit;
             long last = System.currentTimeMillis();
+            long firstPoll = 0;
+            boolean announced = false;
             while (values.size() < want && System.currentTimeMillis() < deadline) {
-                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                ConsumerRecords<String, String> polled = c.poll(Duration.ofMillis(200));
+                // Tests wait for this line instead of guessing how long a loaded machine
+                // takes to start the JVM and join: a second of polls after the first.
+                if (!announced) {
+                    long now = System.currentTimeMillis();
+                    if (firstPoll == 0) {
+                        firstPoll = now;
+                    } else if (now - firstPoll >= 1000) {
+                        System.out.println("polling");
+                        System.out.flush();
+                        announced = true;
+                    }
+                }
+                for (ConsumerRecord<String, String> r : polled) {
                     long now = System.currentTimeMillis();
                     if (values.isEmpty()) {
                         start = System.nanoTime();

@@ -2,32 +2,8 @@
 //! like the crate's decode bodies. Each one consumes its bytes and keeps nothing.
 
 use bytes::Buf;
-use kafka_protocol::protocol::buf::NotEnoughBytesError;
 
-/// Why a response was refused before decoding.
-#[derive(Debug)]
-pub(crate) struct Malformed(pub std::string::String);
-
-impl From<NotEnoughBytesError> for Malformed {
-    fn from(_: NotEnoughBytesError) -> Malformed {
-        Malformed("truncated field".into())
-    }
-}
-
-impl std::fmt::Display for Malformed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-pub(crate) type Result<T> = std::result::Result<T, Malformed>;
-
-macro_rules! bail {
-    ($($arg:tt)*) => {
-        return Err($crate::guard::types::Malformed(format!($($arg)*)))
-    };
-}
-pub(crate) use bail;
+use crate::error::{bail, Result};
 
 fn skip(buf: &mut bytes::Bytes, n: usize) -> Result<()> {
     if buf.remaining() < n {
@@ -53,8 +29,10 @@ macro_rules! fixed {
 fixed!(
     Int8 = 1,
     Int16 = 2,
+    UInt16 = 2,
     Int32 = 4,
     Int64 = 8,
+    Float64 = 8,
     Boolean = 1,
     Uuid = 16
 );
@@ -148,8 +126,10 @@ macro_rules! element {
 element!(
     Int8,
     Int16,
+    UInt16,
     Int32,
     Int64,
+    Float64,
     Boolean,
     Uuid,
     String,
@@ -159,7 +139,10 @@ element!(
 );
 
 /// A nested struct, walked by its generated check function.
-pub(crate) struct Checked(pub fn(&mut bytes::Bytes, i16) -> Result<()>, pub i16);
+pub(crate) struct Checked(
+    pub(crate) fn(&mut bytes::Bytes, i16) -> Result<()>,
+    pub(crate) i16,
+);
 impl Checked {
     pub(crate) fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
         (self.0)(buf, self.1)
@@ -172,7 +155,10 @@ impl Element for Checked {
 }
 
 /// An optional nested struct: a presence byte, then the struct when it is 1.
-pub(crate) struct OptionChecked(pub fn(&mut bytes::Bytes, i16) -> Result<()>, pub i16);
+pub(crate) struct OptionChecked(
+    pub(crate) fn(&mut bytes::Bytes, i16) -> Result<()>,
+    pub(crate) i16,
+);
 impl OptionChecked {
     pub(crate) fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
         if !buf.has_remaining() {
@@ -200,7 +186,7 @@ fn elements<E: Element>(e: &E, buf: &mut bytes::Bytes, count: i64) -> Result<()>
     Ok(())
 }
 
-pub(crate) struct Array<E>(pub E);
+pub(crate) struct Array<E>(pub(crate) E);
 impl<E: Element> Array<E> {
     pub(crate) fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
         if buf.remaining() < 4 {
@@ -211,10 +197,62 @@ impl<E: Element> Array<E> {
     }
 }
 
-pub(crate) struct CompactArray<E>(pub E);
+pub(crate) struct CompactArray<E>(pub(crate) E);
 impl<E: Element> CompactArray<E> {
     pub(crate) fn decode(&self, buf: &mut bytes::Bytes) -> Result<()> {
         let n = uvarint(buf)? as i64 - 1;
         elements(&self.0, buf, n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(b: &[u8]) -> bytes::Bytes {
+        bytes::Bytes::copy_from_slice(b)
+    }
+
+    #[test]
+    fn varints_stop_at_32_bits() {
+        assert_eq!(UnsignedVarInt.decode(&mut bytes(&[0x7f])), Ok(127));
+        assert_eq!(
+            UnsignedVarInt.decode(&mut bytes(&[0xff, 0xff, 0xff, 0xff, 0x0f])),
+            Ok(u32::MAX)
+        );
+        assert!(UnsignedVarInt
+            .decode(&mut bytes(&[0xff, 0xff, 0xff, 0xff, 0x1f]))
+            .is_err());
+        assert!(UnsignedVarInt.decode(&mut bytes(&[0x80])).is_err());
+    }
+
+    #[test]
+    fn lengths_are_null_or_bounded() {
+        // -1 is null; any other negative length is refused.
+        assert_eq!(String.decode(&mut bytes(&[0xff, 0xff])), Ok(()));
+        assert!(String.decode(&mut bytes(&[0xff, 0xfe])).is_err());
+        assert!(Bytes.decode(&mut bytes(&[0, 0, 0, 3, 1, 2])).is_err());
+        // Compact: 0 is null, n is n - 1 bytes.
+        let mut buf = bytes(&[0, 3, b'a', b'b', 9]);
+        assert_eq!(CompactString.decode(&mut buf), Ok(()));
+        assert_eq!(CompactBytes.decode(&mut buf), Ok(()));
+        assert_eq!(buf.as_ref(), &[9]);
+    }
+
+    #[test]
+    fn array_counts_are_bounded_by_the_bytes_left() {
+        // Two Int8 elements in two bytes pass; a third claimed element is a lie.
+        assert_eq!(Array(Int8).decode(&mut bytes(&[0, 0, 0, 2, 1, 2])), Ok(()));
+        assert!(Array(Int8).decode(&mut bytes(&[0, 0, 0, 3, 1, 2])).is_err());
+        assert_eq!(
+            Array(Int8).decode(&mut bytes(&[0xff, 0xff, 0xff, 0xff])),
+            Ok(())
+        );
+        assert!(Array(Int8)
+            .decode(&mut bytes(&[0xff, 0xff, 0xff, 0xfe]))
+            .is_err());
+        // Compact: count + 1 on the wire.
+        assert_eq!(CompactArray(Int16).decode(&mut bytes(&[2, 0, 1])), Ok(()));
+        assert!(CompactArray(Int16).decode(&mut bytes(&[3, 0, 1])).is_err());
     }
 }

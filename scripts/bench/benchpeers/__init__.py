@@ -1,0 +1,1 @@
+"""The machinery behind scripts/bench-peers: peers and nagare side by side, alternating."""

@@ -1,0 +1,213 @@
+"""Kafka: Apache Kafka's own Java tools and librdkafka's rdkafka_performance, the same
+command against Apache Kafka and against nagare, and the broker's CPU time per record."""
+
+import re
+
+from .common import PEERS_DIR, BenchError, log, run
+from .model import Row, Section, alternate, fill, measured
+from .servers import Peer
+
+TOOLS = "org.apache.kafka.tools."
+PP_RE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+                   r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th")
+RDK_PRODUCE_RE = re.compile(r"% (\d+) messages produced \((\d+) bytes\), (\d+) delivered .* in (\d+)ms: (\d+) msgs/s")
+RDK_CONSUME_RE = re.compile(r"% (\d+) messages \((\d+) bytes\) consumed in (\d+)ms: (\d+) msgs/s")
+E2E_RE = re.compile(r"Avg latency: ([\d.]+) ms\s+Percentiles: 50th = (\d+), 99th = (\d+), 99.9th = (\d+)")
+
+
+def kafka_tool(cls, *args):
+    return [PEERS_DIR / "kafka.sh", "run", TOOLS + cls, *args]
+
+
+def producer_performance(addr, topic, n, size, acks):
+    return kafka_tool("ProducerPerformance", "--topic", topic, "--num-records", n, "--record-size", size,
+                      "--throughput", -1, "--command-property", f"bootstrap.servers={addr}", f"acks={acks}")
+
+
+def run_section(ctx) -> Section:
+    peer = Peer("kafka", "Apache Kafka")
+    peer.label = f"Apache Kafka {peer.version()}"
+    sec = Section("kafka", "Kafka", peer.label)
+    try:
+        peer.start()
+    except BenchError as e:
+        sec.problems.append(f"{peer.label} could not be started: {e}")
+        return sec
+    ctx.servers["kafka"] = {"label": peer.label, "start_secs": peer.start_secs, "idle_rss_kib": peer.idle_rss_kib}
+    try:
+        ctx.nagare.start()
+        sides = {"peer": peer.label, "nagare": "nagare"}
+        addr = {"peer": peer.addr, "nagare": ctx.nagare.addr("kafka")}
+        pid = {"peer": peer.pid, "nagare": ctx.nagare.pid}
+        warm_up(ctx, sides, addr)
+        produce_java(ctx, sec, sides, addr, pid)
+        produce_rdkafka(ctx, sec, sides, addr, pid)
+        consume(ctx, sec, sides, addr, pid)
+        end_to_end(ctx, sec, sides, addr)
+    finally:
+        ctx.nagare.stop()
+        peer.stop()
+    sec.notes += [
+        "Apache Kafka runs with its defaults: it never fsyncs (`log.flush.*` unset) and acknowledges "
+        "acks=all once the (single) replica has the batch in the page cache. nagare runs with its default "
+        "`flush = \"acks\"`: acks=all is acknowledged after a group-committed fsync.",
+        "Broker CPU is utime+stime of the broker process (its whole process tree) from /proc/PID/stat, "
+        "read before and after each client run, divided by the records of the run. It includes the "
+        "broker's idle work during the client's JVM start, small next to the run, and its resolution is "
+        "one clock tick (10 ms): a figure from less than a second of broker CPU is coarse.",
+        "Before the measured rounds each broker gets one unmeasured ProducerPerformance run, so Kafka's "
+        "JIT is warm.",
+        "ConsumerPerformance's figure is `fetch.nMsg.sec`: records per second once the consumer has "
+        "joined its group (the join itself is reported apart as `rebalance.time.ms`).",
+    ]
+    return sec
+
+
+def warm_up(ctx, sides, addr):
+    """One unmeasured produce run per broker first, so that Kafka's JIT is warm when the
+    measured rounds begin (nagare has nothing to warm; it gets the same run for fairness)."""
+    n = ctx.n(500_000, 20_000)
+    log(f"warm-up: ProducerPerformance, {n:,} records of 100 B against each broker (not measured)")
+    for side in sides:
+        run(producer_performance(addr[side], f"warm-up-{side}", n, 100, "1"), 900, what=f"warm-up-{side}")
+
+
+def produce_java(ctx, sec, sides, addr, pid):
+    cases = [(100, "1", ctx.n(1_000_000, 100_000), 5), (1024, "1", ctx.n(300_000, 30_000), 3),
+             (1024, "all", ctx.n(300_000, 30_000), 3)]
+    for size, acks, n, cpu_goal in cases:
+        label = f"produce {size} B, acks={acks}"
+
+        def one(side, r, size=size, acks=acks, n=n):
+            cmd = producer_performance(addr[side], f"pp-{size}-{acks}-{side}-{r}", n, size, acks)
+            if r == 0:
+                ctx.record_commands(sec, f"ProducerPerformance {label}", {sides[side]: cmd})
+            out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"pp-{size}-{acks}-{side}"))
+            m = PP_RE.findall(out)
+            if not m:
+                raise BenchError("no ProducerPerformance summary:\n" + out[-500:])
+            sent, rate, mbs, avg, mx, p50, p95, p99 = m[-1]
+            return {"rate": float(rate), "mbs": float(mbs), "p99_ms": float(p99), "cpu_us": cpu * 1e6 / n}
+
+        log(f"{label}: ProducerPerformance, {n:,} records, {ctx.rounds} rounds")
+        res = alternate(ctx.rounds, label, sides, one)
+        wl = f"{label} ({n:,} records)"
+        sec.rows += [
+            fill(Row("Kafka", wl, "ProducerPerformance", "throughput", "records/s", "higher", sides["peer"],
+                     goal=1.5, goal_text="≥ 1.5×"), res, "rate"),
+            fill(Row("Kafka", wl, "ProducerPerformance", "latency p99", "ms", "lower", sides["peer"]), res, "p99_ms"),
+            fill(Row("Kafka", wl, "ProducerPerformance", "broker CPU per record", "µs", "lower", sides["peer"],
+                     goal=cpu_goal, goal_text=f"≤ 1/{cpu_goal} of Kafka's"), res, "cpu_us"),
+        ]
+
+
+def produce_rdkafka(ctx, sec, sides, addr, pid):
+    if ctx.rdkafka_perf is None:
+        sec.problems.append("rdkafka_performance could not be built: its rows are missing")
+        return
+    for size, n in [(100, ctx.n(2_000_000, 100_000)), (1024, ctx.n(500_000, 30_000))]:
+        label = f"produce {size} B, acks=1"
+
+        def one(side, r, size=size, n=n):
+            cmd = [ctx.rdkafka_perf, "-P", "-t", f"rdk-{size}-{side}-{r}", "-b", addr[side], "-s", size, "-c", n,
+                   "-X", "acks=1"]
+            if r == 0:
+                ctx.record_commands(sec, f"rdkafka_performance {label}", {sides[side]: cmd})
+            out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"rdk-{size}-{side}"))
+            m = RDK_PRODUCE_RE.findall(out)
+            if not m or int(m[-1][2]) != n:
+                raise BenchError("rdkafka_performance did not deliver every message:\n" + out[-500:])
+            return {"rate": float(m[-1][4]), "cpu_us": cpu * 1e6 / n}
+
+        log(f"{label}: rdkafka_performance, {n:,} records, {ctx.rounds} rounds")
+        res = alternate(ctx.rounds, label + " (rdkafka)", sides, one)
+        wl = f"{label} ({n:,} records)"
+        sec.rows += [
+            fill(Row("Kafka", wl, "rdkafka_performance", "throughput", "records/s", "higher", sides["peer"],
+                     goal=1.5, goal_text="≥ 1.5×"), res, "rate"),
+            fill(Row("Kafka", wl, "rdkafka_performance", "broker CPU per record", "µs", "lower", sides["peer"]),
+                 res, "cpu_us"),
+        ]
+
+
+def consume(ctx, sec, sides, addr, pid):
+    n = ctx.n(1_000_000, 100_000)
+    topic = "consume-100"
+    log(f"consume: filling {topic} with {n:,} records of 100 B on both brokers")
+    for side in sides:
+        run(producer_performance(addr[side], topic, n, 100, "1"), 900, what=f"fill-{side}")
+
+    def java(side, r):
+        cmd = kafka_tool("ConsumerPerformance", "--bootstrap-server", addr[side], "--topic", topic,
+                         "--num-records", n, "--group", f"perf-{side}-{r}", "--timeout", 60000)
+        if r == 0:
+            ctx.record_commands(sec, "ConsumerPerformance consume 100 B", {sides[side]: cmd})
+        out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"cp-{side}"))
+        lines = [l for l in out.splitlines() if l.count(",") >= 9]
+        if len(lines) < 2:
+            raise BenchError("no ConsumerPerformance figures:\n" + out[-500:])
+        head = [h.strip() for h in lines[0].split(",")]
+        vals = dict(zip(head, (v.strip() for v in lines[-1].split(","))))
+        if int(float(vals["data.consumed.in.nMsg"])) < n:
+            raise BenchError(f"consumed {vals['data.consumed.in.nMsg']} of {n} records")
+        return {"rate": float(vals["fetch.nMsg.sec"]), "cpu_us": cpu * 1e6 / n,
+                "rebalance_ms": float(vals["rebalance.time.ms"])}
+
+    log(f"consume 100 B: ConsumerPerformance, {n:,} records, {ctx.rounds} rounds")
+    res = alternate(ctx.rounds, "consume 100 B", sides, java)
+    wl = f"consume 100 B ({n:,} records)"
+    sec.rows += [
+        fill(Row("Kafka", wl, "ConsumerPerformance", "throughput", "records/s", "higher", sides["peer"],
+                 goal=1.5, goal_text="≥ 1.5×"), res, "rate"),
+        fill(Row("Kafka", wl, "ConsumerPerformance", "broker CPU per record", "µs", "lower", sides["peer"],
+                 goal=5, goal_text="≤ 1/5 of Kafka's"), res, "cpu_us"),
+        fill(Row("Kafka", wl, "ConsumerPerformance", "group join (rebalance.time.ms)", "ms", "lower",
+                 sides["peer"]), res, "rebalance_ms"),
+    ]
+    if ctx.rdkafka_perf is None:
+        return
+
+    def rdk(side, r):
+        cmd = [ctx.rdkafka_perf, "-C", "-t", topic, "-p", 0, "-o", "beginning", "-c", n, "-b", addr[side]]
+        if r == 0:
+            ctx.record_commands(sec, "rdkafka_performance consume 100 B", {sides[side]: cmd})
+        out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"rdk-consume-{side}"))
+        m = RDK_CONSUME_RE.findall(out)
+        if not m or int(m[-1][0]) < n:
+            raise BenchError("rdkafka_performance consumed too little:\n" + out[-500:])
+        return {"rate": float(m[-1][3]), "cpu_us": cpu * 1e6 / n}
+
+    log(f"consume 100 B: rdkafka_performance, {n:,} records, {ctx.rounds} rounds")
+    res = alternate(ctx.rounds, "consume 100 B (rdkafka)", sides, rdk)
+    sec.rows += [
+        fill(Row("Kafka", wl, "rdkafka_performance", "throughput", "records/s", "higher", sides["peer"],
+                 goal=1.5, goal_text="≥ 1.5×"), res, "rate"),
+        fill(Row("Kafka", wl, "rdkafka_performance", "broker CPU per record", "µs", "lower", sides["peer"]),
+             res, "cpu_us"),
+    ]
+
+
+def end_to_end(ctx, sec, sides, addr):
+    n = ctx.n(3_000, 500)
+
+    def one(side, r):
+        cmd = kafka_tool("EndToEndLatency", addr[side], f"e2e-{side}-{r}", n, "1", 100)
+        if r == 0:
+            ctx.record_commands(sec, "EndToEndLatency 100 B, acks=1", {sides[side]: cmd})
+        out = run(cmd, 900, what=f"e2e-{side}")
+        m = E2E_RE.search(out)
+        if not m:
+            raise BenchError("no EndToEndLatency summary:\n" + out[-500:])
+        return {"p99_ms": float(m.group(3)), "p50_ms": float(m.group(2)), "avg_ms": float(m.group(1)),
+                "p999_ms": float(m.group(4))}
+
+    log(f"end-to-end latency: EndToEndLatency, {n:,} records, {ctx.rounds} rounds")
+    res = alternate(ctx.rounds, "end-to-end latency", sides, one)
+    wl = f"end-to-end latency 100 B, acks=1 ({n:,} records, one at a time)"
+    sec.rows += [
+        fill(Row("Kafka", wl, "EndToEndLatency", "p99", "ms", "lower", sides["peer"], goal=3,
+                 goal_text="≤ 1/3 of Kafka's"), res, "p99_ms"),
+        fill(Row("Kafka", wl, "EndToEndLatency", "p50", "ms", "lower", sides["peer"]), res, "p50_ms"),
+        fill(Row("Kafka", wl, "EndToEndLatency", "average", "ms", "lower", sides["peer"]), res, "avg_ms"),
+        fill(Row("Kafka", wl, "EndToEndLatency", "p99.9", "ms", "lower", sides["peer"]), res, "p999_ms"),
+    ]

@@ -1,0 +1,76 @@
+// nagare-bench-client: the load generators that scripts/bench-peers runs with the same
+// settings against a peer broker and against nagare:
+//
+//	rpc      request/reply: NATS request/reply (nats.go) or STOMP temp-queue RPC (raw STOMP)
+//	queue    STOMP persistent queue: SEND with receipt -> one consumer with client acks
+//	fanout   STOMP topic fan-out: one producer -> N subscribers
+//	forward  Fluentd forward Message mode: one event per request, chunk acks, pipelined
+//
+// Each prints a summary and one `RESULT key=value...` line.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	var err error
+	switch cmd {
+	case "rpc":
+		err = rpcMain(args)
+	case "queue":
+		err = queueMain(args)
+	case "fanout":
+		err = fanoutMain(args)
+	case "forward":
+		err = forwardMain(args)
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: nagare-bench-client rpc|queue|fanout|forward [flags] (-h for each)")
+	os.Exit(2)
+}
+
+// runTag makes destination names unique per invocation, so a broker's leftovers from an
+// earlier run (queued requests, unacked messages) never reach this one.
+func runTag() string {
+	return fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()%1_000_000)
+}
+
+// withTimeout runs f and fails when it has not returned within d.
+func withTimeout(d time.Duration, what string, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		return fmt.Errorf("%s: not finished after %s", what, d)
+	}
+}
+
+func newFlags(name string) *flag.FlagSet {
+	return flag.NewFlagSet(name, flag.ExitOnError)
+}
+
+func targetName(flavor, target string) string {
+	if target != "" {
+		return target
+	}
+	return strings.ToLower(flavor)
+}
