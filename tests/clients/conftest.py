@@ -28,6 +28,10 @@ BIN = os.environ.get("NAGARE_BIN", str(ROOT / "target" / "release" / "nagare"))
 SHARED_SESSION_FOLDERS = {"cluster"}
 
 
+# tryfirst: xdist's worker plugin turns the markers into groups in its own
+# pytest_collection_modifyitems, and it is registered after this conftest, so it would
+# otherwise run first (pluggy calls later registrations first) and see no marker at all.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Groups tests for `--dist loadgroup`: by file, or by folder for the folders above."""
     here = pathlib.Path(__file__).resolve().parent

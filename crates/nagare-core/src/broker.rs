@@ -8,6 +8,7 @@ use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
 use crate::blocking::off_runtime;
+use crate::store::ClusterCatalog;
 use crate::topic_store::{StoredState, StoredTopic, TopicStore};
 use crate::traffic::{Traffic, TrafficMeter};
 use crate::{
@@ -28,7 +29,7 @@ const KAFKA_INTERNAL_TOPICS: [&str; 4] = [
 pub struct Broker {
     config: BrokerConfig,
     cluster_id: String,
-    topics: RwLock<BTreeMap<String, Arc<Topic>>>,
+    pub(crate) topics: RwLock<BTreeMap<String, Arc<Topic>>>,
     internal: Mutex<BTreeMap<String, Arc<Partition>>>,
     /// Serializes topic creation/deletion and the registry file.
     admin: Mutex<(TopicStore, StoredState)>,
@@ -37,9 +38,12 @@ pub struct Broker {
     /// data directory while this one may still write to it.
     lock: Mutex<Option<DataDirLock>>,
     /// Records and bytes in and out since start, every front end together.
-    traffic: Arc<Traffic>,
+    pub(crate) traffic: Arc<Traffic>,
     /// Dynamic broker configs (Kafka AlterConfigs on BROKER), see `broker_configs.rs`.
     pub(crate) dynamic: crate::broker_configs::DynamicConfigs,
+    /// Cluster mode: the external cluster holding every topic (`broker_cluster.rs`); the
+    /// data directory then holds only the internal logs (users, ACLs, ...).
+    pub(crate) cluster: Option<Arc<dyn ClusterCatalog>>,
 }
 
 impl Broker {
@@ -47,6 +51,25 @@ impl Broker {
     /// directory's lock is taken first, so a directory another process has open is left
     /// untouched.
     pub fn open(config: BrokerConfig) -> Result<Arc<Broker>, CoreError> {
+        Self::open_with_store(config, None)
+    }
+
+    /// Opens the data directory for a gateway whose topics live in `cluster` (cluster
+    /// mode): the lock and the internal logs are local, the topics the cluster's. Topics
+    /// of the embedded log in the directory are left alone (and not served). Does not
+    /// reach the cluster: its topics are learned on first use and by
+    /// [`Broker::sync_cluster_topics`].
+    pub fn open_cluster(
+        config: BrokerConfig,
+        cluster: Arc<dyn ClusterCatalog>,
+    ) -> Result<Arc<Broker>, CoreError> {
+        Self::open_with_store(config, Some(cluster))
+    }
+
+    fn open_with_store(
+        config: BrokerConfig,
+        cluster: Option<Arc<dyn ClusterCatalog>>,
+    ) -> Result<Arc<Broker>, CoreError> {
         let lock = DataDirLock::acquire(&config.data_dir)?;
         let store = TopicStore::new(&config.data_dir)?;
         let mut state = store.load()?;
@@ -57,9 +80,17 @@ impl Broker {
         let traffic = Arc::new(Traffic::default());
         let dynamic = crate::broker_configs::DynamicConfigs::load(&config.data_dir)?;
         let mut topics = BTreeMap::new();
-        for (name, stored) in &state.topics {
-            let topic = open_topic(&config, name, stored, &traffic)?;
-            topics.insert(name.clone(), Arc::new(topic));
+        if cluster.is_none() {
+            for (name, stored) in &state.topics {
+                let topic = open_topic(&config, name, stored, &traffic)?;
+                topics.insert(name.clone(), Arc::new(topic));
+            }
+        } else if !state.topics.is_empty() {
+            tracing::warn!(
+                topics = state.topics.len(),
+                data_dir = %config.data_dir.display(),
+                "cluster mode: the topics of the embedded log in the data directory are not served"
+            );
         }
         tracing::info!(
             data_dir = %config.data_dir.display(),
@@ -76,6 +107,7 @@ impl Broker {
             lock: Mutex::new(Some(lock)),
             traffic,
             dynamic,
+            cluster,
         }))
     }
 
@@ -106,9 +138,16 @@ impl Broker {
     }
 
     /// The topic, created with the defaults when it does not exist and auto-creation is on.
+    /// In cluster mode a topic this gateway has not seen yet is looked up in the cluster
+    /// first (blocking, like creation).
     pub fn topic_or_create(&self, name: &str) -> Result<Arc<Topic>, CoreError> {
         if let Some(t) = self.topic(name) {
             return Ok(t);
+        }
+        if let Some(cluster) = &self.cluster {
+            if let Some(t) = off_runtime(|| self.learn_topic(cluster, name))? {
+                return Ok(t);
+            }
         }
         if !self.config.auto_create_topics {
             return Err(CoreError::UnknownTopic(name.to_string()));
@@ -116,9 +155,12 @@ impl Broker {
         match self.create_topic(name, None, self.topic_defaults()) {
             Ok(t) => Ok(t),
             // Lost a race with another creator: theirs is as good as ours.
-            Err(CoreError::TopicExists(_)) => self
-                .topic(name)
-                .ok_or_else(|| CoreError::UnknownTopic(name.to_string())),
+            Err(CoreError::TopicExists(_)) => match (self.topic(name), &self.cluster) {
+                (Some(t), _) => Ok(t),
+                // Another gateway (or task) made it: the metadata may lag a little.
+                (None, Some(cluster)) => off_runtime(|| self.learn_created_topic(cluster, name)),
+                (None, None) => Err(CoreError::UnknownTopic(name.to_string())),
+            },
             Err(e) => Err(e),
         }
     }
@@ -182,6 +224,10 @@ impl Broker {
         self.check_open()?;
         let mut admin = self.admin.lock();
         self.validate_new_topic(name, partitions)?;
+        if let Some(cluster) = &self.cluster {
+            drop(admin);
+            return self.create_cluster_topic(cluster, name, partitions, config);
+        }
         let stored = StoredTopic {
             id: Uuid::new_v4(),
             partitions: partitions.unwrap_or(self.config.default_partitions.max(1)),
@@ -211,6 +257,9 @@ impl Broker {
 
     fn delete_topic_now(&self, name: &str) -> Result<(), CoreError> {
         self.check_open()?;
+        if let Some(cluster) = &self.cluster {
+            return self.delete_cluster_topic(cluster, name);
+        }
         let mut admin = self.admin.lock();
         let topic = self
             .topics
@@ -221,7 +270,9 @@ impl Broker {
         state.topics.remove(name);
         store.save(state)?;
         for p in topic.partitions() {
-            let _ = p.log().close();
+            if let Some(log) = p.log() {
+                let _ = log.close();
+            }
             let dir = partition_dir(&self.config.data_dir, name, p.index());
             if let Err(e) = std::fs::remove_dir_all(&dir) {
                 tracing::warn!(dir = %dir.display(), error = %e, "could not remove partition directory");
@@ -259,6 +310,10 @@ impl Broker {
         }
         if validate_only {
             return Ok(());
+        }
+        if let Some(cluster) = &self.cluster {
+            drop(admin);
+            return self.grow_cluster_topic(cluster, &topic, total);
         }
         let config = topic.config();
         let added = self.create_partition_logs(&topic.name_arc(), current..total, &config)?;
@@ -329,7 +384,9 @@ impl Broker {
         let dirs: Vec<_> = partitions
             .iter()
             .map(|p| {
-                let _ = p.log().close();
+                if let Some(log) = p.log() {
+                    let _ = log.close();
+                }
                 partition_dir(&self.config.data_dir, name, p.index())
             })
             .collect();
@@ -345,6 +402,11 @@ impl Broker {
 
     fn update_topic_config_now(&self, name: &str, config: TopicConfig) -> Result<(), CoreError> {
         self.check_open()?;
+        if self.cluster.is_some() {
+            return Err(CoreError::ClusterMode(
+                "changing a topic's configs through a gateway",
+            ));
+        }
         let mut admin = self.admin.lock();
         let topic = self
             .topic(name)
@@ -406,7 +468,8 @@ impl Broker {
         }
         let mut first_err = None;
         for p in self.all_partitions() {
-            if let Err(e) = p.log().close() {
+            let Some(log) = p.log() else { continue };
+            if let Err(e) = log.close() {
                 tracing::error!(topic = p.topic(), partition = p.index(), error = %e, "close failed");
                 first_err.get_or_insert(CoreError::from(e));
             }
@@ -470,7 +533,7 @@ fn open_topic(
     ))
 }
 
-fn open_partition(
+pub(crate) fn open_partition(
     broker: &BrokerConfig,
     topic: Arc<str>,
     index: i32,

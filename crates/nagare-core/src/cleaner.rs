@@ -131,12 +131,14 @@ impl Broker {
             }
             let cc = compaction_config(&config);
             for p in topic.partitions() {
+                // A cluster's partition is compacted by the cluster.
+                let Some(log) = p.log() else { continue };
                 // max.compaction.lag.ms also holds for records still in the active
                 // segment of a partition nobody writes to any more.
-                if let Err(e) = p.log().roll_if_compaction_overdue(&cc, now_ms) {
+                if let Err(e) = log.roll_if_compaction_overdue(&cc, now_ms) {
                     tracing::warn!(topic = p.topic(), partition = p.index(), error = %e, "rolling an overdue segment for compaction failed");
                 }
-                let c = p.log().cleanability(&cc, now_ms);
+                let c = log.cleanability(&cc, now_ms);
                 max_ratio = max_ratio.max(c.dirty_ratio());
                 if c.needs_cleaning(&cc) {
                     // Overdue partitions first (their ratio may be low).
@@ -180,8 +182,10 @@ pub(crate) fn clean_partition(
     now_ms: i64,
 ) -> Result<CleanStats, CoreError> {
     let started = Instant::now();
-    let stats = p
-        .log()
+    let Some(log) = p.log() else {
+        return Ok(CleanStats::default());
+    };
+    let stats = log
         .clean(cleaner, config, now_ms)
         .map_err(|source| CoreError::Storage {
             topic: p.topic().to_string(),
@@ -247,7 +251,7 @@ mod tests {
         let settings = CleanerSettings::default();
         let mut cleaner = None;
         let count = |p: &Partition| -> usize {
-            let log = p.log();
+            let log = p.log().unwrap();
             log.read_batches(log.log_start_offset(), 1 << 20)
                 .unwrap()
                 .iter()

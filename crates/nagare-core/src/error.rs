@@ -58,6 +58,13 @@ pub enum CoreError {
     /// A record the topic cannot take (a record without a key on a compacted topic).
     #[error("invalid record: {0}")]
     InvalidRecord(String),
+    /// Cluster mode: the cluster cannot be reached, or did not acknowledge in time.
+    /// Nothing is known to be stored; the client may retry.
+    #[error("the storage cluster is unavailable: {0}")]
+    Unavailable(String),
+    /// Cluster mode: what was asked needs the embedded log, which a gateway does not have.
+    #[error("{0} is not available in cluster mode (the data lives in the Kafka cluster)")]
+    ClusterMode(&'static str),
     #[error(transparent)]
     Log(#[from] nagare_log::LogError),
     #[error("io error on {path}: {source}")]
@@ -158,6 +165,8 @@ impl CoreError {
             },
             CoreError::InvalidAcl(reason) => CoreError::InvalidAcl(reason.clone()),
             CoreError::InvalidRecord(reason) => CoreError::InvalidRecord(reason.clone()),
+            CoreError::Unavailable(reason) => CoreError::Unavailable(reason.clone()),
+            CoreError::ClusterMode(what) => CoreError::ClusterMode(what),
             CoreError::Log(e) => CoreError::Log(copy_log_error(e)),
             CoreError::Io { path, source } => CoreError::Io {
                 path: path.clone(),

@@ -425,6 +425,7 @@ impl<O: InternalOp> InternalLogWriter<O> {
         tokio::task::spawn_blocking(move || {
             partition
                 .log()
+                .ok_or(CoreError::ClusterMode("an internal log in the cluster"))?
                 .delete_records_before(at)
                 .map_err(|e| partition.core_error(e))?;
             partition.publish_end_offset();
@@ -504,7 +505,9 @@ fn clean_all(
     partition: &Partition,
     cleaner: &mut nagare_log::cleaner::Cleaner,
 ) -> Result<u64, CoreError> {
-    let log = partition.log();
+    let log = partition
+        .log()
+        .ok_or(CoreError::ClusterMode("an internal log in the cluster"))?;
     let config = nagare_log::cleaner::CompactionConfig {
         delete_retention_ms: 0,
         min_cleanable_dirty_ratio: 0.0,

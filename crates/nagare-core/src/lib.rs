@@ -40,6 +40,7 @@
 
 mod blocking;
 mod broker;
+mod broker_cluster;
 mod broker_configs;
 mod cleaner;
 mod config;
@@ -56,6 +57,7 @@ pub mod producers;
 pub mod queues;
 pub mod security;
 pub mod share_groups;
+pub mod store;
 mod subsystems;
 mod topic;
 mod topic_name;

@@ -48,7 +48,8 @@ impl Broker {
     pub fn maintain_once(&self, retention: bool) {
         let now_ms = nagare_log::now_ms();
         for p in self.all_partitions() {
-            let log = p.log();
+            // A cluster's partitions are the cluster's to flush and expire.
+            let Some(log) = p.log() else { continue };
             if matches!(p.flush_policy(), TopicFlush::Interval(_))
                 && log.flushed_offset() < log.log_end_offset()
             {

@@ -31,6 +31,9 @@ pub fn core_error(e: &CoreError) -> ResponseError {
         CoreError::InvalidUser { .. } => ResponseError::UnacceptableCredential,
         CoreError::InvalidAcl(_) => ResponseError::InvalidRequest,
         CoreError::InvalidRecord(_) => ResponseError::InvalidRecord,
+        // Retriable: the client tries again once the cluster answers.
+        CoreError::Unavailable(_) => ResponseError::NotEnoughReplicas,
+        CoreError::ClusterMode(_) => ResponseError::UnsupportedVersion,
         CoreError::Log(l) => log_error(l),
         CoreError::Io { .. }
         | CoreError::DataDirLocked { .. }

@@ -105,7 +105,7 @@ async fn run_frame(
     }
     let applied = match command {
         ClientCommand::Connect(c) => session.on_connect(c).await,
-        ClientCommand::Subscribe(s) => session.on_subscribe(s),
+        ClientCommand::Subscribe(s) => session.on_subscribe(s).await,
         ClientCommand::Unsubscribe { id } => session.on_unsubscribe(&id),
         ClientCommand::Ack(settle) => {
             session.on_ack(&settle);

@@ -64,7 +64,12 @@ impl StompState {
         security: Security,
         config: Config,
     ) -> StompState {
-        StompState(Arc::new(session::Shared {
+        let replies = broker.reply_router();
+        let shared = Arc::new(session::Shared {
+            temp_prefix: replies
+                .as_ref()
+                .map_or_else(String::new, |r| r.id_prefix().to_string()),
+            replies,
             broker,
             security,
             outbound: writer::GlobalBudget::new(config.max_outbound_bytes),
@@ -73,7 +78,12 @@ impl StompState {
             temp: Default::default(),
             next_conn: AtomicU64::new(1),
             next_message: AtomicU64::new(1),
-        }))
+        });
+        // Cluster mode: replies other gateways send to this one's temp queues.
+        if let Some(router) = &shared.replies {
+            router.set_inbox(Arc::new(temp::Inbox::new(&shared)));
+        }
+        StompState(shared)
     }
 }
 

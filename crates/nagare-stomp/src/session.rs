@@ -40,6 +40,10 @@ pub(crate) struct Shared {
     pub outbound: crate::writer::GlobalBudget,
     pub next_conn: AtomicU64,
     pub next_message: AtomicU64,
+    /// Cluster mode: replies to temp queues of other gateways go through this router.
+    pub replies: Option<Arc<dyn nagare_core::store::ReplyRouter>>,
+    /// What this gateway's temp-queue ids start with (empty with the embedded log).
+    pub temp_prefix: String,
 }
 
 /// Ack modes of SUBSCRIBE.

@@ -1,11 +1,13 @@
 //! Temp queues (RPC over MQ): in memory only, owned by one connection, addressed by
-//! others through the `/reply-queue/<id>` their `reply-to` was rewritten to.
+//! others through the `/reply-queue/<id>` their `reply-to` was rewritten to. In cluster
+//! mode replies from other gateways arrive through [`Inbox`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use nagare_core::store::{Reply, ReplyInbox};
 use parking_lot::RwLock;
 use tokio::sync::Semaphore;
 
@@ -85,5 +87,39 @@ impl TempQueues {
         if self.map.write().remove(id).is_some() {
             crate::meters::temp_queues(-1.0);
         }
+    }
+}
+
+/// Where the core's reply router hands replies that other gateways sent to this
+/// gateway's temp queues (cluster mode): delivered like a local reply, or dropped when
+/// the temp queue is gone (its requester left).
+pub(crate) struct Inbox {
+    shared: Weak<crate::session::Shared>,
+}
+
+impl Inbox {
+    pub(crate) fn new(shared: &Arc<crate::session::Shared>) -> Inbox {
+        Inbox {
+            shared: Arc::downgrade(shared),
+        }
+    }
+}
+
+impl ReplyInbox for Inbox {
+    fn deliver(&self, reply: Reply) {
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        let Some(target) = shared.temp.get(&reply.to) else {
+            tracing::debug!(id = reply.to, "reply to a temp queue that no longer exists");
+            return;
+        };
+        let mut buf = BytesMut::with_capacity(256 + reply.body.len());
+        let id = format!("t-{}", shared.next_message.fetch_add(1, Ordering::Relaxed));
+        target
+            .head
+            .read()
+            .encode_frame(&mut buf, &id, &reply.headers, &reply.body);
+        target.deliver(buf.freeze());
     }
 }

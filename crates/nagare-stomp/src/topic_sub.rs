@@ -4,6 +4,10 @@
 //! each read and reads only what fits: a subscriber that does not read its socket stops
 //! reading the log and falls behind, holding no backlog in memory, and catches up from
 //! the log once its socket drains. Producers and other subscribers never wait for it.
+//!
+//! The same code follows a partition of an external cluster (cluster mode): the core
+//! answers these reads from the gateway's window of recent records, or from the
+//! cluster, and its end-offset watch wakes the task the same way.
 
 use std::sync::Arc;
 
@@ -46,18 +50,22 @@ impl StartAt {
     }
 }
 
-pub(crate) fn spawn(
+/// Starts following `partition` from `start`. The offsets are made current first (a
+/// cluster's partition asks the cluster), so that `next` means what is appended after
+/// the SUBSCRIBE, wherever it is appended.
+pub(crate) async fn spawn(
     partition: Arc<Partition>,
     start: StartAt,
     out: ConnOut,
     head: MessageHead,
-) -> JoinHandle<()> {
+) -> Result<JoinHandle<()>, CoreError> {
+    partition.prepare_read().await?;
     let offset = start.resolve(&partition);
-    tokio::spawn(async move {
+    Ok(tokio::spawn(async move {
         if let Err(e) = follow(partition, offset, out, head).await {
             tracing::warn!(error = %e, "topic subscription stopped");
         }
-    })
+    }))
 }
 
 async fn follow(
@@ -83,7 +91,7 @@ async fn follow(
         };
         // Undecodable batches are skipped by the core's reader (one policy for every
         // reader), so a subscription never dies on one bad batch.
-        let read = partition.records_from(offset, room.len() as u64)?;
+        let read = partition.read_records(offset, room.len() as u64).await?;
         for r in &read.records {
             let id = format!("{topic}@{index}:{}", r.offset);
             head.encode_record(&mut buf, &id, Some(false), None, r);

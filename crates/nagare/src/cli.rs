@@ -53,9 +53,20 @@ pub(crate) struct ServeArgs {
     /// TOML configuration file (see nagare.toml in the repository for every setting).
     #[arg(long, value_name = "FILE", env = "NAGARE_CONFIG")]
     pub config: Option<PathBuf>,
-    /// Data directory holding the logs [default: ./data] [env: NAGARE_DATA_DIR]
+    /// Data directory holding the logs [default: ./data] [env: NAGARE_DATA_DIR]. In
+    /// cluster mode it holds only the gateway's own state (users, ACLs, its lock).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Where topics live: `local` (the embedded log under --data-dir) or
+    /// `kafka://HOST:PORT[,HOST:PORT...]` (cluster mode: nagare is a gateway in front of
+    /// an Apache Kafka cluster; client properties in [store.kafka]) [default: local]
+    /// [env: NAGARE_STORE]
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<String>,
+    /// This node's id; in cluster mode unique per gateway [default: 1]
+    /// [env: NAGARE_NODE_ID]
+    #[arg(long, value_name = "N")]
+    pub node_id: Option<i32>,
     /// Kafka listener [default: 127.0.0.1:9092] [env: NAGARE_KAFKA_LISTEN]
     #[arg(long, value_name = "ADDR")]
     pub kafka_listen: Option<SocketAddr>,

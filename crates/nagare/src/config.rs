@@ -16,7 +16,11 @@ use crate::config_check::{self, strict};
 #[serde(default, deny_unknown_fields)]
 pub(crate) struct Settings {
     pub data_dir: PathBuf,
+    /// This node's id: the Kafka broker id of the embedded log, and in cluster mode the
+    /// gateway's name (unique per gateway: its reply topic and client ids).
     pub node_id: i32,
+    /// Where topics live: `local` or `kafka://HOST:PORT[,...]`, and `[store.kafka]`.
+    pub store: crate::config_store::StoreSection,
     /// Log filter in `tracing` syntax.
     pub log: String,
     /// How log lines are written to stderr: text for people, JSON for log shippers.
@@ -38,6 +42,10 @@ pub(crate) struct Settings {
     pub tls: TlsSection,
     /// Compaction of topics with `cleanup.policy=compact` (Kafka's `log.cleaner.*`).
     pub log_cleaner: LogCleanerSection,
+    /// Whether the Kafka listener's address was given (flag, environment or file): in
+    /// cluster mode the Kafka listener is off unless it was.
+    #[serde(skip)]
+    pub kafka_listen_given: bool,
 }
 
 /// The log cleaner: how often it looks for dirty partitions, its memory and I/O limits.
@@ -350,6 +358,7 @@ impl Default for Settings {
         Settings {
             data_dir: broker.data_dir,
             node_id: broker.node_id,
+            store: Default::default(),
             log: "info".to_string(),
             log_format: LogFormat::Text,
             auto_create_topics: broker.auto_create_topics,
@@ -364,6 +373,7 @@ impl Default for Settings {
             security: Default::default(),
             tls: Default::default(),
             log_cleaner: Default::default(),
+            kafka_listen_given: false,
         }
     }
 }
@@ -374,15 +384,19 @@ impl Settings {
     /// `NAGARE_*` variables that name no setting.
     pub(crate) fn load(args: &ServeArgs) -> anyhow::Result<(Settings, Vec<String>)> {
         let mut tree = toml::Value::try_from(Settings::default())?;
+        let mut kafka_listen_given = args.kafka_listen.is_some();
         if let Some(path) = &args.config {
             let file = read_file(path)?;
             Settings::from_tree(merged(&tree, file.clone()))
                 .with_context(|| format!("invalid config file {}", path.display()))?;
+            kafka_listen_given |= file.get("kafka").and_then(|k| k.get("listen")).is_some();
             merge(&mut tree, file);
         }
+        kafka_listen_given |= std::env::var_os("NAGARE_KAFKA_LISTEN").is_some();
         let unknown_env = apply_env(&mut tree, "NAGARE", std::env::vars())?;
         let mut s = Settings::from_tree(tree).context("invalid settings")?;
         s.apply_flags(args);
+        s.kafka_listen_given = kafka_listen_given;
         s.validate()?;
         Ok((s, unknown_env))
     }
@@ -422,8 +436,38 @@ impl Settings {
         strict::<Settings>(tree, "", &[])
     }
 
+    /// Cluster mode: the store is an external Kafka cluster.
+    pub(crate) fn cluster_mode(&self) -> bool {
+        matches!(self.store.url(), Ok(nagare_cluster::StoreUrl::Kafka(_)))
+    }
+
+    /// Whether the main Kafka listener runs: always with the embedded log; in cluster
+    /// mode only when its address was given (Kafka clients use the cluster).
+    pub(crate) fn kafka_listener_on(&self) -> bool {
+        !self.cluster_mode() || self.kafka_listen_given
+    }
+
+    /// The cluster's client settings, in cluster mode.
+    pub(crate) fn cluster_config(&self) -> anyhow::Result<Option<nagare_cluster::ClusterConfig>> {
+        Ok(match self.store.url()? {
+            nagare_cluster::StoreUrl::Local => None,
+            nagare_cluster::StoreUrl::Kafka(bootstrap) => Some(nagare_cluster::ClusterConfig {
+                bootstrap,
+                properties: self.store.properties(),
+                node_id: self.node_id,
+            }),
+        })
+    }
+
     /// Checks across keys, done before anything is opened or bound.
     fn validate(&self) -> anyhow::Result<()> {
+        self.store.validate()?;
+        if self.cluster_mode() && self.node_id < 0 {
+            bail!(
+                "node_id {} is negative; in cluster mode each gateway needs its own id of 0 or more                  (--node-id N)",
+                self.node_id
+            );
+        }
         let routes = &self.forward.protocol.routes;
         for (i, route) in routes.iter().enumerate() {
             if let Err(e) = nagare_forward::route::Router::new(
@@ -443,11 +487,13 @@ impl Settings {
         }
         self.tls.files()?;
         let mut listeners = vec![
-            ("kafka", self.kafka.listen, self.security.auth),
             ("stomp", self.stomp.listen, self.security.auth),
             ("forward", self.forward.listen, self.security.auth),
             ("http", self.http.listen, self.security.auth),
         ];
+        if self.kafka_listener_on() {
+            listeners.insert(0, ("kafka", self.kafka.listen, self.security.auth));
+        }
         for (name, extra) in self.extra_listeners() {
             if extra.advertise.is_some() && name != "kafka" {
                 bail!(
@@ -500,6 +546,12 @@ impl Settings {
     fn apply_flags(&mut self, a: &ServeArgs) {
         if let Some(v) = &a.data_dir {
             self.data_dir = v.clone();
+        }
+        if let Some(v) = &a.store {
+            self.store.url = v.clone();
+        }
+        if let Some(v) = a.node_id {
+            self.node_id = v;
         }
         if let Some(v) = a.kafka_listen {
             self.kafka.listen = v;
@@ -613,6 +665,9 @@ fn apply_env(
             .or_insert_with(|| toml::Value::String(v.clone()));
     }
     let mut known: Vec<String> = ENV_OUTSIDE_TREE.iter().map(|s| s.to_string()).collect();
+    if prefix == "NAGARE" {
+        known.extend(crate::config_store::apply_env(tree, &vars));
+    }
     walk(tree, prefix, &vars, &mut known)?;
     let start = format!("{prefix}_");
     let mut warnings: Vec<String> = vars

@@ -2,6 +2,10 @@
 //! (`GET/POST /topics`, `GET/DELETE /topics/{name}`) used by `nagare topic`, and the user
 //! API (`GET/POST /users`, `DELETE /users/{name}`, in `http_users.rs`) used by
 //! `nagare user`. Authentication and the ACL checks of each route: `http_auth.rs`.
+//!
+//! In cluster mode `/healthz` answers 503 with the reason while the cluster does not,
+//! and the routes that need the embedded log's internals (consumer groups, purging a
+//! queue, browsing messages) answer 501 naming cluster mode (`cluster_mode.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -63,12 +67,16 @@ impl FromRef<AppState> for Ops {
 pub(crate) fn app(metrics: PrometheusHandle, auth: HttpAuth, ops: Ops) -> Router {
     let security = auth.security.clone();
     let broker = ops.broker.clone();
+    let local = crate::http_cluster::local_only(broker.cluster().is_some());
     Router::new()
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/healthz", get(crate::http_cluster::healthz))
         .route("/metrics", get(render_metrics))
         .route("/topics", get(list_topics).post(create_topic))
         .route("/topics/:name", get(describe_topic).delete(delete_topic))
-        .route("/topics/:name/messages", get(crate::http_messages::browse))
+        .route(
+            "/topics/:name/messages",
+            local("browsing messages", get(crate::http_messages::browse)),
+        )
         .route("/", get(crate::http_console::page))
         .route("/console/*asset", get(crate::http_console::asset))
         .route(
@@ -85,18 +93,30 @@ pub(crate) fn app(metrics: PrometheusHandle, auth: HttpAuth, ops: Ops) -> Router
                 .delete(crate::http_acls::delete),
         )
         .route("/status", get(crate::http_status::status))
-        .route("/groups", get(crate::http_groups::list))
+        .route(
+            "/groups",
+            local("consumer groups", get(crate::http_groups::list)),
+        )
         .route(
             "/groups/:id",
-            get(crate::http_groups::describe).delete(crate::http_groups::delete),
+            local(
+                "consumer groups",
+                get(crate::http_groups::describe).delete(crate::http_groups::delete),
+            ),
         )
         .route(
             "/groups/:id/offsets",
-            post(crate::http_groups::reset_offsets),
+            local(
+                "resetting a group's offsets",
+                post(crate::http_groups::reset_offsets),
+            ),
         )
         .route("/queues", get(crate::http_queues::list))
         .route("/queues/:name", get(crate::http_queues::describe))
-        .route("/queues/:name/purge", post(crate::http_queues::purge))
+        .route(
+            "/queues/:name/purge",
+            local("purging a queue", post(crate::http_queues::purge)),
+        )
         .layer(axum::middleware::from_fn_with_state(
             Arc::new(auth),
             crate::http_auth::authenticate,
@@ -206,6 +226,8 @@ impl IntoResponse for ApiError {
             | CoreError::InvalidUser { .. }
             | CoreError::InvalidAcl(_)
             | CoreError::InvalidRecord(_) => StatusCode::BAD_REQUEST,
+            CoreError::ClusterMode(_) => StatusCode::NOT_IMPLEMENTED,
+            CoreError::Unavailable(_) | CoreError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         (

@@ -35,6 +35,9 @@ pub(crate) struct Status {
     pub data_dir: String,
     pub node_id: i32,
     pub cluster_id: String,
+    /// Where topics live and whether that store serves now.
+    #[serde(default)]
+    pub store: StoreView,
     pub listeners: Vec<ListenerView>,
     pub topics: usize,
     pub partitions: usize,
@@ -43,6 +46,18 @@ pub(crate) struct Status {
     pub connections: Connections,
     pub disk: Disk,
     pub traffic: Traffic,
+}
+
+/// The store: `local` (the embedded log in `data_dir`) or `kafka` (cluster mode, at
+/// `location`).
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct StoreView {
+    pub kind: String,
+    pub location: String,
+    pub ready: bool,
+    /// Why it is not ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -106,6 +121,7 @@ pub(crate) async fn status(
         data_dir: data_dir.display().to_string(),
         node_id: s.broker.node_id(),
         cluster_id: s.broker.cluster_id().to_string(),
+        store: store_view(&s, &data_dir),
         listeners: s.listeners.as_ref().clone(),
         topics: topics.len(),
         partitions,
@@ -119,6 +135,27 @@ pub(crate) async fn status(
         },
         traffic: traffic(&s),
     }))
+}
+
+fn store_view(s: &Ops, data_dir: &std::path::Path) -> StoreView {
+    let (ready, reason) = match s.broker.readiness() {
+        nagare_core::store::Readiness::Ready => (true, None),
+        nagare_core::store::Readiness::NotReady(why) => (false, Some(why)),
+    };
+    match s.broker.cluster() {
+        Some(c) => StoreView {
+            kind: "kafka".into(),
+            location: c.location(),
+            ready,
+            reason,
+        },
+        None => StoreView {
+            kind: "local".into(),
+            location: data_dir.display().to_string(),
+            ready,
+            reason,
+        },
+    }
 }
 
 fn connections(s: &Ops) -> Connections {

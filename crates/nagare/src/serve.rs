@@ -2,6 +2,11 @@
 //! protocol front ends through the one listener layer ([`nagare_listener`]) until
 //! SIGINT/SIGTERM, then stop accepting, let connections finish, flush and write the
 //! clean-shutdown markers.
+//!
+//! In cluster mode (`--store kafka://...`) the broker's topics are an Apache Kafka
+//! cluster's ([`nagare_cluster`]): the gateway starts whether the cluster answers or not
+//! (its listeners bound, `/healthz` saying why it is not ready), and stops only if the
+//! cluster turns out unusable for it (no share groups).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -74,16 +79,19 @@ struct Bound {
     main: bool,
 }
 
-/// Binds every listener: the four main ones, then each `[[PROTOCOL.listeners]]` entry.
+/// Binds every listener: the four main ones (in cluster mode the Kafka one only when
+/// its address was given), then each `[[PROTOCOL.listeners]]` entry.
 async fn bind_all(settings: &Settings, tls_on: bool) -> anyhow::Result<Vec<Bound>> {
     let auth = settings.security.auth;
     let mut out = Vec::new();
-    for (protocol, addr) in [
-        ("kafka", settings.kafka.listen),
+    let kafka = settings
+        .kafka_listener_on()
+        .then_some(("kafka", settings.kafka.listen));
+    for (protocol, addr) in kafka.into_iter().chain([
         ("stomp", settings.stomp.listen),
         ("forward", settings.forward.listen),
         ("http", settings.http.listen),
-    ] {
+    ]) {
         let tcp = bind(protocol, addr).await?;
         out.push(Bound {
             protocol,
@@ -154,9 +162,21 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
     let started_at_ms = nagare_core::log::now_ms();
     let metrics = crate::metrics_scrape::install()?;
     let broker_config = settings.broker_config();
-    let broker = tokio::task::spawn_blocking(move || Broker::open(broker_config))
-        .await?
-        .context("opening the data directory")?;
+    // Cluster mode: the clients of the cluster are made here; nothing is asked of the
+    // cluster before the listeners are up.
+    let cluster = match settings.cluster_config()? {
+        Some(c) => Some(nagare_cluster::KafkaCluster::connect(c).context("cluster mode")?),
+        None => None,
+    };
+    let store = cluster
+        .clone()
+        .map(|c| c as Arc<dyn nagare_core::store::ClusterCatalog>);
+    let broker = tokio::task::spawn_blocking(move || match store {
+        Some(store) => Broker::open_cluster(broker_config, store),
+        None => Broker::open(broker_config),
+    })
+    .await?
+    .context("opening the data directory")?;
     // Every subsystem replays its internal log here, on the blocking pool, once for the
     // whole broker; the front ends receive them opened.
     let group_config = settings.kafka.protocol.group_config();
@@ -177,11 +197,24 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
     core_tasks.spawn();
     let data_dir = std::fs::canonicalize(broker.data_dir())
         .unwrap_or_else(|_| broker.data_dir().to_path_buf());
-    tracing::info!(
-        cluster_id = broker.cluster_id(),
-        "data directory {}",
-        data_dir.display()
-    );
+    match &cluster {
+        None => tracing::info!(
+            cluster_id = broker.cluster_id(),
+            "data directory {}",
+            data_dir.display()
+        ),
+        Some(c) => {
+            c.start();
+            tracing::info!(
+                node_id = settings.node_id,
+                "cluster mode: topics, queues and consumer groups live in the Kafka cluster at \
+                 {}; the data directory {} holds this gateway's own users, ACLs and forward \
+                 secrets",
+                nagare_core::store::ClusterCatalog::location(c.as_ref()),
+                data_dir.display()
+            );
+        }
+    }
 
     let tls = match settings.tls.files()? {
         Some(files) => {
@@ -396,6 +429,32 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
             Ok(())
         }
     });
+    if cluster.is_some() {
+        tasks.spawn({
+            let broker = broker.clone();
+            let stop = stop_rx.clone();
+            async move {
+                broker.run_cluster_sync(CLUSTER_SYNC, stop).await;
+                Ok(())
+            }
+        });
+        let bootstrap = match settings.store.url()? {
+            nagare_cluster::StoreUrl::Kafka(b) => b.join(","),
+            nagare_cluster::StoreUrl::Local => String::new(),
+        };
+        if settings.kafka_listener_on() {
+            tracing::info!(
+                "Kafka clients should connect to the cluster (bootstrap.servers={bootstrap}); \
+                 this gateway's Kafka listener serves metadata and produce only (see \
+                 docs/cluster-mode.md)"
+            );
+        } else {
+            tracing::info!(
+                "Kafka clients connect to the cluster: bootstrap.servers={bootstrap} (the \
+                 gateway's Kafka listener is off)"
+            );
+        }
+    }
     if auth_required {
         tracing::info!(
             super_users = ?settings.security.super_users,
@@ -411,8 +470,18 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
     );
 
     let mut failed = None;
+    let unusable = async {
+        match &cluster {
+            Some(c) => c.failed().await,
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         signal = shutdown_signal() => tracing::info!(signal, "shutting down"),
+        reason = unusable => {
+            tracing::error!(%reason, "shutting down");
+            failed = Some(anyhow::anyhow!("{reason}"));
+        }
         Some(done) = tasks.join_next() => {
             // A listener died on its own: shut everything down rather than half-serve.
             let err = match done {
@@ -435,9 +504,16 @@ async fn serve(settings: Settings, ports_file: Option<std::path::PathBuf>) -> an
     }
     let b = broker.clone();
     tokio::task::spawn_blocking(move || b.shutdown()).await??;
+    if let Some(c) = cluster {
+        // Waits a little for records still unacknowledged (their clients had no ack).
+        tokio::task::spawn_blocking(move || c.close()).await?;
+    }
     tracing::info!("nagare stopped");
     failed.map_or(Ok(()), Err)
 }
+
+/// How often a gateway lists the cluster's topics (topics made by Kafka clients appear).
+const CLUSTER_SYNC: Duration = Duration::from_secs(5);
 
 async fn named<E: Into<anyhow::Error>>(
     name: &'static str,

@@ -91,6 +91,13 @@ fn print_screen(s: &Status, rates: Option<Rates>) {
         duration(s.uptime_seconds)
     );
     println!("{:<12} {}", "data dir", s.data_dir);
+    if s.store.kind == "kafka" {
+        let state = match &s.store.reason {
+            None => "ready".to_string(),
+            Some(why) => format!("NOT READY: {why}"),
+        };
+        println!("{:<12} {} ({state})", "store", s.store.location);
+    }
     println!(
         "{:<12} logs {}, {} free of {}",
         "disk",

@@ -19,12 +19,12 @@
 
 use bytes::BytesMut;
 use nagare_log::batch::{self, build_batch, BatchHeader, NewRecord};
-use nagare_log::AppendInfo;
+use nagare_log::{AppendInfo, PartitionLog};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use super::sequence::{check, remember, BatchSeq};
-use super::{AckLevel, Partition};
+use super::{AckLevel, Partition, Store};
 use crate::{CoreError, TopicFlush};
 
 type Answer = Result<AppendInfo, CoreError>;
@@ -71,6 +71,10 @@ impl Partition {
     /// A batch over the size limit or with an unreadable header refuses them all, as a
     /// request is validated as a whole.
     pub async fn append_batches(&self, batches: Vec<BytesMut>, ack: AckLevel) -> Vec<Answer> {
+        let log = match &self.store {
+            Store::Local(log) => log,
+            Store::Remote(remote) => return self.append_batches_remote(remote, batches).await,
+        };
         let count = batches.len();
         let refuse_all = |e: CoreError| -> Vec<Answer> {
             let mut out: Vec<Answer> = (1..count).map(|_| Err(e.same())).collect();
@@ -103,11 +107,11 @@ impl Partition {
             return refuse_all(e);
         }
         if idempotent {
-            if let Err(e) = self.producers.ensure_loaded(&self.log).await {
+            if let Err(e) = self.producers.ensure_loaded(log).await {
                 return refuse_all(e);
             }
         }
-        let receivers = self.enqueue(items);
+        let receivers = self.enqueue(log, items);
         let mut answers = Vec::with_capacity(count);
         let mut end = -1;
         for mut rx in receivers {
@@ -134,11 +138,18 @@ impl Partition {
         records: &[NewRecord],
         ack: AckLevel,
     ) -> Result<AppendInfo, CoreError> {
-        self.append(build_batch(records), ack).await
+        match &self.store {
+            Store::Local(_) => self.append(build_batch(records), ack).await,
+            Store::Remote(remote) => self.append_records_remote(remote, records).await,
+        }
     }
 
-    /// Whether an append acknowledged at `ack` must wait for an fsync.
+    /// Whether an append acknowledged at `ack` must wait for an fsync. Never for a
+    /// cluster's partition: its appends return once the cluster has acknowledged them.
     pub fn needs_sync(&self, ack: AckLevel) -> bool {
+        if self.is_remote() {
+            return false;
+        }
         match (self.flush_policy(), ack) {
             (_, AckLevel::None) | (TopicFlush::Never, _) => false,
             (TopicFlush::Always, _) => true,
@@ -163,10 +174,14 @@ impl Partition {
     /// runtime thread to hand over the turn: that hop cost a third of forward's
     /// acknowledged throughput on two cores.
     pub async fn sync_to(&self, offset: i64) -> Result<(), CoreError> {
-        if self.log.flushed_offset() >= offset {
+        let Store::Local(log) = &self.store else {
+            // Acknowledged by the cluster before the append returned.
+            return Ok(());
+        };
+        if log.flushed_offset() >= offset {
             return Ok(());
         }
-        let log = self.log.clone();
+        let log = log.clone();
         tokio::task::spawn_blocking(move || log.sync_to(offset))
             .await
             .map_err(|_| CoreError::ShuttingDown)?
@@ -175,7 +190,11 @@ impl Partition {
 
     /// Queues the batches in order and, if no other task is appending, appends the queue
     /// until it is empty. Returns one receiver per batch.
-    fn enqueue(&self, items: Vec<(BytesMut, BatchHeader)>) -> Vec<oneshot::Receiver<Answer>> {
+    fn enqueue(
+        &self,
+        log: &PartitionLog,
+        items: Vec<(BytesMut, BatchHeader)>,
+    ) -> Vec<oneshot::Receiver<Answer>> {
         let mut receivers = Vec::with_capacity(items.len());
         {
             let mut queue = self.appends.queue.lock();
@@ -197,7 +216,7 @@ impl Partition {
                         if group.is_empty() {
                             break;
                         }
-                        self.append_group(group);
+                        self.append_group(log, group);
                     }
                     drop(guard);
                 }
@@ -215,7 +234,7 @@ impl Partition {
 
     /// Appends a group of batches in order: sequence checks for idempotent ones, then one
     /// write, one publish of the new end, then the answers.
-    fn append_group(&self, mut group: Vec<Pending>) {
+    fn append_group(&self, log: &PartitionLog, mut group: Vec<Pending>) {
         let mut producers = self.producers.producers.lock();
         let mut decisions = Vec::with_capacity(group.len());
         for (i, p) in group.iter().enumerate() {
@@ -280,7 +299,7 @@ impl Partition {
         let appended = if slices.is_empty() {
             Vec::new()
         } else {
-            self.log.append_many(&mut slices)
+            log.append_many(&mut slices)
         };
         drop(slices);
         if !to_append.is_empty() {

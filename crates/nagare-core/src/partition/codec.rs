@@ -52,8 +52,9 @@ impl Partition {
         );
         let log = config.log_config();
         // Segment size/age and index interval: from the next append / roll, as Kafka.
-        self.log
-            .set_roll_settings(log.segment_bytes, log.segment_age, log.index_interval_bytes);
+        if let Some(l) = self.log() {
+            l.set_roll_settings(log.segment_bytes, log.segment_age, log.index_interval_bytes);
+        }
         *self.codec.retention.write() = Some(RetentionLimits {
             age: log.retention,
             bytes: log.retention_bytes,
@@ -63,9 +64,12 @@ impl Partition {
     /// Deletes whole old segments past the topic's current retention limits; returns
     /// how many. Blocking (deletes files): maintenance runs it on the blocking pool.
     pub(crate) fn apply_retention(&self, now_ms: i64) -> Result<usize, nagare_log::LogError> {
+        let Some(log) = self.log() else {
+            return Ok(0);
+        };
         match *self.codec.retention.read() {
-            Some(r) => self.log.apply_retention_limits(now_ms, r.age, r.bytes),
-            None => self.log.apply_retention(now_ms),
+            Some(r) => log.apply_retention_limits(now_ms, r.age, r.bytes),
+            None => log.apply_retention(now_ms),
         }
     }
 
@@ -134,7 +138,11 @@ mod tests {
             timestamp: 5,
         };
         let info = p.append_records(&[r], AckLevel::Leader).await.unwrap();
-        let batches = p.log().read_batches(info.base_offset, 1 << 20).unwrap();
+        let batches = p
+            .log()
+            .unwrap()
+            .read_batches(info.base_offset, 1 << 20)
+            .unwrap();
         let header = nagare_log::batch::parse_header(&batches[0]).unwrap();
         assert_eq!(
             header.compression().unwrap(),

@@ -12,6 +12,9 @@ impl Partition {
     /// watermark, or negative, is out of range; one below the log start changes nothing.
     /// Blocking: deletes files (safe to call from async code, see `off_runtime`).
     pub fn delete_records_before(&self, offset: i64) -> Result<i64, CoreError> {
+        let Some(log) = self.log() else {
+            return Err(CoreError::ClusterMode("deleting records through a gateway"));
+        };
         let high = self.high_watermark();
         let target = if offset == -1 { high } else { offset };
         if target < 0 || target > high {
@@ -21,7 +24,7 @@ impl Partition {
                 end: high,
             }));
         }
-        off_runtime(|| self.log.delete_records_before(target)).map_err(|e| self.core_error(e))?;
+        off_runtime(|| log.delete_records_before(target)).map_err(|e| self.core_error(e))?;
         self.publish_end_offset();
         Ok(self.log_start_offset())
     }

@@ -2,12 +2,15 @@
 //! idempotent-producer sequence check, group commit, waking readers) in `append`, the
 //! decoded-record reader in `records`, and the read methods front ends need below (file
 //! slices for `sendfile`, offsets, time lookups). The log itself stays crate-private, so
-//! this type is the seam a second storage backend (cluster mode) sits behind.
+//! this type is the seam a second storage backend sits behind: in cluster mode a
+//! partition is backed by a [`RemoteLog`] instead (`remote.rs`), and every method below
+//! answers from it, or says the embedded log's feature is not there.
 
 mod append;
 mod codec;
 mod delete_records;
 mod records;
+mod remote;
 mod sequence;
 mod txn;
 
@@ -18,6 +21,7 @@ use nagare_log::{LogError, PartitionLog, ReadResult};
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
+use crate::store::RemoteLog;
 use crate::traffic::TrafficMeter;
 use crate::{CoreError, TopicFlush};
 
@@ -41,7 +45,7 @@ pub enum AckLevel {
 pub struct Partition {
     topic: Arc<str>,
     index: i32,
-    log: Arc<PartitionLog>,
+    store: Store,
     flush: RwLock<TopicFlush>,
     max_message_bytes: RwLock<u32>,
     end_offset: watch::Sender<i64>,
@@ -58,6 +62,15 @@ pub struct Partition {
     compacted: std::sync::atomic::AtomicBool,
 }
 
+/// Where a partition's records are. The fields beside it that only the embedded log
+/// uses (append queue, sequence state, codec) stay idle for a remote partition.
+enum Store {
+    /// The embedded log under the data directory.
+    Local(Arc<PartitionLog>),
+    /// A partition of the external cluster.
+    Remote(Arc<dyn RemoteLog>),
+}
+
 impl Partition {
     pub(crate) fn new(
         topic: Arc<str>,
@@ -72,7 +85,7 @@ impl Partition {
         Partition {
             topic,
             index,
-            log: Arc::new(log),
+            store: Store::Local(Arc::new(log)),
             flush: RwLock::new(flush),
             max_message_bytes: RwLock::new(max_message_bytes),
             end_offset,
@@ -93,9 +106,18 @@ impl Partition {
         self.index
     }
 
-    /// The log, for the core's own maintenance (flush, retention, trimming, close).
-    pub(crate) fn log(&self) -> &Arc<PartitionLog> {
-        &self.log
+    /// The embedded log, for the core's own maintenance (flush, retention, trimming,
+    /// close); `None` for a partition of a cluster, which has nothing to maintain here.
+    pub(crate) fn log(&self) -> Option<&Arc<PartitionLog>> {
+        match &self.store {
+            Store::Local(log) => Some(log),
+            Store::Remote(_) => None,
+        }
+    }
+
+    /// Whether the records are in an external cluster (cluster mode).
+    pub fn is_remote(&self) -> bool {
+        matches!(self.store, Store::Remote(_))
     }
 
     pub fn flush_policy(&self) -> TopicFlush {
@@ -123,47 +145,62 @@ impl Partition {
     }
 
     /// Whole batches from `offset` as file slices (for `sendfile`); see
-    /// [`PartitionLog::read`].
+    /// [`PartitionLog::read`]. Only the embedded log has files.
     pub fn read(&self, offset: i64, max_bytes: u64) -> Result<ReadResult, CoreError> {
-        Ok(self.log.read(offset, max_bytes)?)
+        match &self.store {
+            Store::Local(log) => Ok(log.read(offset, max_bytes)?),
+            Store::Remote(_) => Err(CoreError::ClusterMode("reading record batches as files")),
+        }
     }
 
     pub fn log_start_offset(&self) -> i64 {
-        self.log.log_start_offset()
+        match &self.store {
+            Store::Local(log) => log.log_start_offset(),
+            Store::Remote(r) => r.cached_bounds().start,
+        }
     }
 
     pub fn log_end_offset(&self) -> i64 {
-        self.log.log_end_offset()
+        match &self.store {
+            Store::Local(log) => log.log_end_offset(),
+            Store::Remote(r) => r.cached_bounds().end,
+        }
     }
 
-    /// Single node: everything appended is committed.
+    /// Single node: everything appended is committed. A cluster's partition: its end as
+    /// last seen.
     pub fn high_watermark(&self) -> i64 {
-        self.log.log_end_offset()
+        self.log_end_offset()
     }
 
-    /// Offset below which everything appended is known to be on disk.
+    /// Offset below which everything appended is known to be on disk (for a cluster's
+    /// partition, acknowledged by the cluster: all of it).
     pub fn flushed_offset(&self) -> i64 {
-        self.log.flushed_offset()
+        match &self.store {
+            Store::Local(log) => log.flushed_offset(),
+            Store::Remote(r) => r.cached_bounds().end,
+        }
     }
 
-    /// Bytes of log on disk.
+    /// Bytes of log on disk (0 for a cluster's partition: not on this machine).
     pub fn size_bytes(&self) -> u64 {
-        self.log.size_bytes()
+        self.log().map_or(0, |log| log.size_bytes())
     }
 
     /// Segment files of the log (the active one included).
     pub fn segment_count(&self) -> usize {
-        self.log.segment_count()
+        self.log().map_or(0, |log| log.segment_count())
     }
 
     /// The largest record timestamp and the offset holding it (Kafka's MAX_TIMESTAMP).
     pub fn max_timestamp(&self) -> Option<(i64, i64)> {
-        self.log.max_timestamp()
+        self.log().and_then(|log| log.max_timestamp())
     }
 
     /// The first record at or after `timestamp`, as (offset, its timestamp).
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Option<(i64, i64)> {
-        self.log.offset_for_timestamp(timestamp)
+        self.log()
+            .and_then(|log| log.offset_for_timestamp(timestamp))
     }
 
     /// Counts records and bytes a front end delivered to a client from this partition
@@ -174,7 +211,10 @@ impl Partition {
 
     /// A receiver that changes whenever the log end offset moves.
     pub fn subscribe(&self) -> watch::Receiver<i64> {
-        self.end_offset.subscribe()
+        match &self.store {
+            Store::Local(_) => self.end_offset.subscribe(),
+            Store::Remote(r) => r.watch(),
+        }
     }
 
     /// Waits until the log end offset is beyond `offset` or `timeout` passes; returns
@@ -187,8 +227,11 @@ impl Partition {
 
     /// Called after an append, a truncation or retention so watchers see the new offsets.
     pub(crate) fn publish_end_offset(&self) {
-        self.end_offset.send_replace(self.log.log_end_offset());
-        let stable = self.log.last_stable_offset();
+        let Store::Local(log) = &self.store else {
+            return;
+        };
+        self.end_offset.send_replace(log.log_end_offset());
+        let stable = log.last_stable_offset();
         self.stable_offset
             .send_if_modified(|s| std::mem::replace(s, stable) != stable);
     }

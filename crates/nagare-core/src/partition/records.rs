@@ -24,7 +24,7 @@ use nagare_log::batch::{decode_records, parse_header, BatchHeader, Record};
 use nagare_log::AbortedTxnEntry;
 use nagare_log::LogError;
 
-use super::Partition;
+use super::{Partition, Store};
 use crate::CoreError;
 
 /// Decoded records in offset order and the offset to read next (one past the last batch
@@ -42,10 +42,14 @@ impl Partition {
     /// Blocking only as far as a page-cache read is (see the crate docs); replays of a
     /// whole log belong on the blocking pool.
     pub fn records_from(&self, offset: i64, max_bytes: u64) -> Result<RecordsRead, CoreError> {
+        let log = match &self.store {
+            Store::Local(log) => log,
+            Store::Remote(remote) => return Ok(remote.read_window(offset, max_bytes)),
+        };
         let mut from = offset.max(self.log_start_offset());
         // Retention may move the start between the two reads: try again from there.
         let batches = loop {
-            match self.log.read_committed_batches(from, max_bytes) {
+            match log.read_committed_batches(from, max_bytes) {
                 Ok(b) => break b,
                 Err(LogError::OffsetOutOfRange { start, .. }) if start > from => from = start,
                 Err(LogError::OffsetOutOfRange { .. }) => {
@@ -76,8 +80,7 @@ impl Partition {
                     .last()
                     .and_then(|b| parse_header(b).ok())
                     .map_or(last + 1, |h| h.last_offset() + 1);
-                let aborted =
-                    aborted.get_or_insert_with(|| self.log.aborted_transactions(from, upto));
+                let aborted = aborted.get_or_insert_with(|| log.aborted_transactions(from, upto));
                 if is_aborted(&header, aborted) {
                     out.next_offset = out.next_offset.max(last + 1);
                     continue;
@@ -101,6 +104,30 @@ impl Partition {
             out.next_offset = out.next_offset.max(last + 1);
         }
         Ok(out)
+    }
+
+    /// Records from `offset` on, like [`records_from`](Self::records_from), for readers
+    /// that can wait: a cluster's partition reads what its window of recent records
+    /// does not hold from the cluster. The embedded log reads at once.
+    pub async fn read_records(
+        &self,
+        offset: i64,
+        max_bytes: u64,
+    ) -> Result<RecordsRead, CoreError> {
+        match &self.store {
+            Store::Local(_) => self.records_from(offset, max_bytes),
+            Store::Remote(remote) => remote.read(offset, max_bytes).await,
+        }
+    }
+
+    /// Makes the offsets current before a reader picks where to start: nothing to do for
+    /// the embedded log; a cluster's partition asks the cluster and starts following
+    /// it, so that what is appended from now on reaches the reader.
+    pub async fn prepare_read(&self) -> Result<(), CoreError> {
+        match &self.store {
+            Store::Local(_) => Ok(()),
+            Store::Remote(remote) => remote.bounds().await.map(|_| ()),
+        }
     }
 
     /// Hands every record from the log start to the current end to `on_record`, in

@@ -51,6 +51,9 @@ impl Partition {
         commit: bool,
         coordinator_epoch: i32,
     ) -> Result<i64, CoreError> {
+        if self.is_remote() {
+            return Err(CoreError::ClusterMode("transaction markers"));
+        }
         let batch = build_control_batch(
             producer_id,
             producer_epoch,
@@ -66,7 +69,11 @@ impl Partition {
     /// The last stable offset: the first offset of the oldest open transaction, else the
     /// high watermark. Read-committed readers see only what is below it.
     pub fn last_stable_offset(&self) -> i64 {
-        self.log.last_stable_offset()
+        match self.log() {
+            Some(log) => log.last_stable_offset(),
+            // Read committed by the cluster's reader: its end is the committed end.
+            None => self.log_end_offset(),
+        }
     }
 
     /// Whole batches from `offset` below the last stable offset, as file slices (what a
@@ -76,14 +83,19 @@ impl Partition {
         offset: i64,
         max_bytes: u64,
     ) -> Result<nagare_log::ReadResult, CoreError> {
-        Ok(self.log.read_committed(offset, max_bytes)?)
+        match self.log() {
+            Some(log) => Ok(log.read_committed(offset, max_bytes)?),
+            None => Err(CoreError::ClusterMode("reading record batches as files")),
+        }
     }
 
     /// The aborted transactions overlapping [from, upto): those whose ABORT marker is at
     /// or after `from` and whose first offset is before `upto`.
     pub fn aborted_transactions(&self, from: i64, upto: i64) -> Vec<AbortedTxn> {
-        self.log
-            .aborted_transactions(from, upto)
+        let Some(log) = self.log() else {
+            return Vec::new();
+        };
+        log.aborted_transactions(from, upto)
             .into_iter()
             .map(|e| AbortedTxn {
                 producer_id: e.producer_id,
@@ -95,14 +107,18 @@ impl Partition {
     /// Whether `producer_id` has an open transaction here: its later batches need no
     /// KIP-890 check with the coordinator, only the first of each transaction does.
     pub fn in_transaction(&self, producer_id: i64) -> bool {
-        self.log.has_ongoing_transaction(producer_id)
+        self.log()
+            .is_some_and(|log| log.has_ongoing_transaction(producer_id))
     }
 
     /// Every producer this partition knows of (from its batches and markers in the log
     /// since the broker started, or the log's tail read at the first idempotent write),
     /// plus any producer with an open transaction here.
     pub fn producer_states(&self) -> Vec<ProducerStateInfo> {
-        let ongoing = self.log.ongoing_transactions();
+        let ongoing = self
+            .log()
+            .map(|log| log.ongoing_transactions())
+            .unwrap_or_default();
         let mut out: Vec<ProducerStateInfo> = {
             let producers = self.producers.producers.lock();
             producers
@@ -142,11 +158,17 @@ impl Partition {
     /// Loads the producers' state from the log's tail if it is not yet (so
     /// [`Partition::producer_states`] reports what the log holds after a restart).
     pub async fn load_producer_states(&self) -> Result<(), CoreError> {
-        self.producers.ensure_loaded(&self.log).await
+        match self.log() {
+            Some(log) => self.producers.ensure_loaded(log).await,
+            None => Ok(()),
+        }
     }
 
     /// A receiver that changes whenever the last stable offset moves.
     pub fn subscribe_stable(&self) -> tokio::sync::watch::Receiver<i64> {
+        if self.is_remote() {
+            return self.subscribe();
+        }
         self.stable_offset.subscribe()
     }
 

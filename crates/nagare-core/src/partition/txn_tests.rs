@@ -80,7 +80,7 @@ async fn lso_stops_at_an_open_transaction_until_its_marker() {
         .expect("append");
     assert_eq!(p.high_watermark(), 4);
     assert_eq!(p.last_stable_offset(), 1);
-    let read = p.log.read_committed(0, 1 << 20).expect("read");
+    let read = p.log().unwrap().read_committed(0, 1 << 20).expect("read");
     assert_eq!(read.next_offset, 1, "a committed read stops at the LSO");
     let rx = p.subscribe_stable();
     let marker = p.write_txn_marker(7, 0, true, 5).await.expect("marker");

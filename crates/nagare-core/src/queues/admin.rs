@@ -81,6 +81,9 @@ impl Queues {
     /// returns how many. Stored in the queue log (fsynced) before it returns, so a
     /// restart does not bring them back; the topic is trimmed right after.
     pub async fn purge(self: &Arc<Self>, name: &str) -> Result<u64, CoreError> {
+        if self.broker.cluster().is_some() {
+            return Err(CoreError::ClusterMode("purging a queue"));
+        }
         let topic = super::topic_for(name);
         if self.broker.topic(&topic).is_none() {
             return Err(CoreError::UnknownTopic(topic));

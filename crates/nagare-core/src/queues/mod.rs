@@ -133,6 +133,9 @@ impl Queues {
         if let Some(q) = self.queues.lock().get(name) {
             return Ok(q.clone());
         }
+        if let Some(cluster) = self.broker.cluster() {
+            return self.cluster_queue(cluster, name);
+        }
         let topic = match self.broker.topic(&topic_name) {
             Some(t) => t,
             None => {
@@ -160,6 +163,44 @@ impl Queues {
         let acks = self.replayed.lock().remove(name).unwrap_or_default();
         let q = Queue::new(name, partition, acks, Arc::downgrade(self), true);
         map.insert(name.to_string(), q.clone());
+        Ok(q)
+    }
+
+    /// Cluster mode: the queue `name` is the cluster's share group of that name over the
+    /// queue's topic, created (with the cluster's default settings and one partition)
+    /// on first use. Blocking the first time.
+    fn cluster_queue(
+        self: &Arc<Self>,
+        cluster: &Arc<dyn crate::store::ClusterCatalog>,
+        topic_name: &str,
+    ) -> Result<Arc<Queue>, CoreError> {
+        let topic = match self.broker.topic_or_learn(topic_name)? {
+            Some(t) => t,
+            None => {
+                let config = crate::TopicConfig {
+                    overrides: Default::default(),
+                    ..self.broker.topic_defaults()
+                };
+                match self.broker.create_topic(topic_name, Some(1), config) {
+                    Ok(t) => t,
+                    Err(CoreError::TopicExists(_)) => match self.broker.topic(topic_name) {
+                        Some(t) => t,
+                        None => crate::blocking::off_runtime(|| {
+                            self.broker.learn_created_topic(cluster, topic_name)
+                        })?,
+                    },
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        let partition = topic.partition(0)?;
+        let mut map = self.queues.lock();
+        if let Some(q) = map.get(topic_name) {
+            return Ok(q.clone());
+        }
+        let group = topic_name.strip_prefix(TOPIC_PREFIX).unwrap_or(topic_name);
+        let q = Queue::remote(topic_name, partition, cluster.queue(group, topic_name));
+        map.insert(topic_name.to_string(), q.clone());
         Ok(q)
     }
 

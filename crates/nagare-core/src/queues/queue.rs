@@ -1,5 +1,8 @@
 //! One queue: the shared cursor over its topic, read-ahead and requeued messages, the
 //! consumers with their in-flight messages, and the dispatch loop (`pump`).
+//!
+//! In cluster mode the queue is kept by the cluster instead (a [`RemoteQueue`]): every
+//! public method hands over to it, and the local state below stays empty.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Weak};
@@ -9,6 +12,7 @@ use nagare_log::AppendInfo;
 use parking_lot::Mutex;
 
 use super::{AckState, Queues};
+use crate::store::{RemoteQueue, Settlement};
 use crate::{AckLevel, CoreError, Partition};
 
 /// Bytes read from the queue's topic per refill.
@@ -98,6 +102,8 @@ pub struct Queue {
     owns_topic: bool,
     /// Wakes share fetches waiting for messages (new, released or expired ones).
     pub(super) available: tokio::sync::Notify,
+    /// Cluster mode: the cluster's queue, which every method below hands over to.
+    remote: Option<Arc<dyn RemoteQueue>>,
 }
 
 impl Queue {
@@ -108,7 +114,37 @@ impl Queue {
         queues: Weak<Queues>,
         owns_topic: bool,
     ) -> Arc<Queue> {
-        let q = Arc::new(Queue {
+        let q = Arc::new(Self::build(name, partition, acks, queues, owns_topic, None));
+        q.trim();
+        q
+    }
+
+    /// The queue `name` kept by the cluster (cluster mode), its messages in `partition`'s
+    /// topic.
+    pub(crate) fn remote(
+        name: &str,
+        partition: Arc<Partition>,
+        remote: Arc<dyn RemoteQueue>,
+    ) -> Arc<Queue> {
+        Arc::new(Self::build(
+            name,
+            partition,
+            AckState::default(),
+            Weak::new(),
+            false,
+            Some(remote),
+        ))
+    }
+
+    fn build(
+        name: &str,
+        partition: Arc<Partition>,
+        acks: AckState,
+        queues: Weak<Queues>,
+        owns_topic: bool,
+        remote: Option<Arc<dyn RemoteQueue>>,
+    ) -> Queue {
+        Queue {
             name: name.into(),
             state: Mutex::new(State {
                 next_read: acks.floor.max(partition.log_start_offset()),
@@ -127,9 +163,8 @@ impl Queue {
             queues,
             owns_topic,
             available: tokio::sync::Notify::new(),
-        });
-        q.trim();
-        q
+            remote,
+        }
     }
 
     /// Drops acknowledged messages from the front of the queue's topic.
@@ -141,10 +176,16 @@ impl Queue {
         let p = &self.partition;
         if floor > p.log_start_offset() && floor <= p.log_end_offset() {
             // Removes segment files: blocking.
-            if let Err(e) = crate::blocking::off_runtime(|| p.log().delete_records_before(floor)) {
+            let Some(log) = p.log() else { return };
+            if let Err(e) = crate::blocking::off_runtime(|| log.delete_records_before(floor)) {
                 tracing::warn!(queue = %self.name, error = %e, "could not trim acknowledged messages");
             }
         }
+    }
+
+    /// Whether the cluster keeps this queue (cluster mode).
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
     }
 
     pub fn name(&self) -> &str {
@@ -162,6 +203,11 @@ impl Queue {
         records: &[NewRecord],
         ack: AckLevel,
     ) -> Result<AppendInfo, CoreError> {
+        if self.remote.is_some() {
+            // Acknowledged by the cluster (acks=all) whatever `ack` asks; the cluster
+            // hands the messages to the queue's consumers.
+            return self.partition.append_records(records, ack).await;
+        }
         let info = self
             .partition
             .append(build_batch(records), AckLevel::Leader)
@@ -195,6 +241,9 @@ impl Queue {
 
     /// Adds a consumer that may hold up to `prefetch` unsettled messages.
     pub fn subscribe(&self, sink: Arc<dyn QueueSink>, prefetch: usize) -> ConsumerId {
+        if let Some(r) = &self.remote {
+            return r.subscribe(sink, prefetch);
+        }
         let mut st = self.state.lock();
         let id = st.next_consumer;
         st.next_consumer += 1;
@@ -210,6 +259,9 @@ impl Queue {
 
     /// Removes a consumer; its unsettled messages go back to the queue as redelivered.
     pub fn unsubscribe(&self, consumer: ConsumerId) {
+        if let Some(r) = &self.remote {
+            return r.unsubscribe(consumer);
+        }
         let mut st = self.state.lock();
         let Some(i) = st.consumers.iter().position(|c| c.id == consumer) else {
             return;
@@ -226,17 +278,31 @@ impl Queue {
     /// Settles `offset` (and with `cumulative`, everything delivered to this consumer
     /// before it). Returns false if the message is not in flight for this consumer.
     pub fn ack(&self, consumer: ConsumerId, offset: i64, cumulative: bool) -> bool {
+        if let Some(r) = &self.remote {
+            return r.settle(consumer, offset, cumulative, Settlement::Accept);
+        }
         self.settle(consumer, offset, cumulative, false)
     }
 
     /// Like `ack`, but `requeue` puts the messages back (flagged redelivered) instead of
     /// dropping them.
     pub fn nack(&self, consumer: ConsumerId, offset: i64, cumulative: bool, requeue: bool) -> bool {
+        if let Some(r) = &self.remote {
+            let how = if requeue {
+                Settlement::Release
+            } else {
+                Settlement::Reject
+            };
+            return r.settle(consumer, offset, cumulative, how);
+        }
         self.settle(consumer, offset, cumulative, requeue)
     }
 
     /// Acknowledges many single messages of one consumer with one lock (auto-ack mode).
     pub fn ack_many(&self, consumer: ConsumerId, offsets: &[i64]) {
+        if let Some(r) = &self.remote {
+            return r.accept_many(consumer, offsets);
+        }
         let mut st = self.state.lock();
         let mut acked = Vec::with_capacity(offsets.len());
         if let Some(c) = st.consumers.iter_mut().find(|c| c.id == consumer) {
@@ -285,6 +351,10 @@ impl Queue {
 
     /// Messages waiting (read or not yet read) and in flight, for tests and metrics.
     pub fn depth(&self) -> (u64, usize) {
+        if let Some(r) = &self.remote {
+            let s = r.stats();
+            return (s.depth, s.unacked as usize);
+        }
         let st = self.state.lock();
         let unread = (self.partition.log_end_offset() - st.next_read).max(0) as u64;
         (unread + st.ready.len() as u64, st.in_flight.len())
@@ -292,6 +362,9 @@ impl Queue {
 
     /// Depth, unacknowledged messages, consumers and redeliveries, for operators.
     pub fn stats(&self) -> QueueStats {
+        if let Some(r) = &self.remote {
+            return r.stats();
+        }
         let (depth, unacked) = self.depth();
         let st = self.state.lock();
         QueueStats {
@@ -336,6 +409,9 @@ impl Queue {
     /// Dispatches records others appended to the queue's topic, if there are any and
     /// someone to take them (the queues' background poll).
     pub(crate) fn pump_if_behind(&self) {
+        if self.remote.is_some() {
+            return;
+        }
         let end = self.partition.log_end_offset();
         let (behind, consumers) = {
             let st = self.state.lock();

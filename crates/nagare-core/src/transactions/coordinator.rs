@@ -101,7 +101,7 @@ impl TransactionCoordinator {
         let (log, stored, writer) = InternalLog::<TxnOp>::open(broker, TRANSACTIONS_LOG)?;
         let stored: StoredTransactions = stored;
         let transactions = Transactions::new(config, stored);
-        let crashed = !log.partition().log().opened_clean();
+        let crashed = !log.partition().log().is_some_and(|l| l.opened_clean());
         tracing::info!(
             transactional_ids = transactions.len(),
             prepared = transactions.prepared().len(),

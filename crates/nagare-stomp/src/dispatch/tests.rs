@@ -101,6 +101,8 @@ impl Harness {
             temp: Default::default(),
             next_conn: AtomicU64::new(1),
             next_message: AtomicU64::new(1),
+            replies: None,
+            temp_prefix: String::new(),
         });
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let peer = TcpStream::connect(listener.local_addr().expect("addr"))

@@ -2,6 +2,11 @@
 //! the same place are appended as one batch by the connection loop); to a temp queue it
 //! goes straight to the owner's connection. A `reply-to:/temp-queue/NAME` creates the
 //! sender's temp queue and is rewritten to `/reply-queue/<id>`.
+//!
+//! In cluster mode a reply may be addressed to a temp queue another gateway owns (its
+//! requester connected there): the core's reply router says so from the id, and the
+//! reply is sent through the cluster like an append, its receipt waiting for the
+//! cluster's acknowledgement.
 
 use nagare_core::log::now_ms;
 use std::sync::Arc;
@@ -10,6 +15,7 @@ use bytes::{Bytes, BytesMut};
 use nagare_core::log::batch::NewRecord;
 use nagare_core::queues::Queue;
 use nagare_core::security::Operation;
+use nagare_core::store::{Reply, ReplyRouter};
 use nagare_core::{AckLevel, CoreError, Partition};
 
 use crate::command::Send;
@@ -23,6 +29,8 @@ use crate::temp::TempTarget;
 pub(crate) enum Target {
     Queue(Arc<Queue>),
     Partition(Arc<Partition>),
+    /// Replies to temp queues of other gateways (cluster mode), through the router.
+    Reply(Arc<dyn ReplyRouter>),
 }
 
 impl Target {
@@ -30,14 +38,16 @@ impl Target {
         match (self, other) {
             (Target::Queue(a), Target::Queue(b)) => Arc::ptr_eq(a, b),
             (Target::Partition(a), Target::Partition(b)) => Arc::ptr_eq(a, b),
+            (Target::Reply(a), Target::Reply(b)) => Arc::ptr_eq(a, b),
             _ => false,
         }
     }
 
-    fn partition(&self) -> &Arc<Partition> {
+    fn partition(&self) -> Option<&Arc<Partition>> {
         match self {
-            Target::Queue(q) => q.partition(),
-            Target::Partition(p) => p,
+            Target::Queue(q) => Some(q.partition()),
+            Target::Partition(p) => Some(p),
+            Target::Reply(_) => None,
         }
     }
 }
@@ -59,6 +69,8 @@ fn record_bound(r: &NewRecord) -> usize {
 pub(crate) struct Append {
     pub target: Target,
     pub records: Vec<NewRecord>,
+    /// For [`Target::Reply`]: the replies, which travel as they were sent.
+    replies: Vec<Reply>,
     pub durable: bool,
     pub receipts: Vec<String>,
     /// Upper bound of the batch's size: SENDs are merged only while it stays within the
@@ -72,7 +84,19 @@ impl Append {
             bound: BATCH_OVERHEAD + record_bound(&record),
             target,
             records: vec![record],
+            replies: Vec::new(),
             durable,
+            receipts: receipt.into_iter().collect(),
+        }
+    }
+
+    fn reply(router: Arc<dyn ReplyRouter>, reply: Reply, receipt: Option<String>) -> Append {
+        Append {
+            bound: 0,
+            target: Target::Reply(router),
+            records: Vec::new(),
+            replies: vec![reply],
+            durable: false,
             receipts: receipt.into_iter().collect(),
         }
     }
@@ -80,13 +104,18 @@ impl Append {
     /// Adds `other` if it goes to the same place and the batch stays within the record
     /// limit; gives it back otherwise.
     pub(crate) fn merge(&mut self, other: Append) -> Option<Append> {
-        let bound = self.bound + other.bound - BATCH_OVERHEAD;
-        let limit = self.target.partition().max_message_bytes() as usize;
-        if !self.target.same_as(&other.target) || bound > limit {
+        if !self.target.same_as(&other.target) {
             return Some(other);
         }
-        self.bound = bound;
+        if let Some(p) = self.target.partition() {
+            let bound = self.bound + other.bound - BATCH_OVERHEAD;
+            if bound > p.max_message_bytes() as usize {
+                return Some(other);
+            }
+            self.bound = bound;
+        }
         self.records.extend(other.records);
+        self.replies.extend(other.replies);
         self.durable |= other.durable;
         self.receipts.extend(other.receipts);
         None
@@ -104,6 +133,17 @@ impl Append {
                 q.publish(&self.records, ack).await
             }
             Target::Partition(p) => p.append_records(&self.records, AckLevel::Leader).await,
+            Target::Reply(router) => {
+                router
+                    .send(&self.replies)
+                    .await
+                    .map(|()| nagare_core::log::AppendInfo {
+                        base_offset: -1,
+                        last_offset: -1,
+                        max_timestamp: -1,
+                        record_count: 0,
+                    })
+            }
         };
         match res {
             Ok(_) => Ok(()),
@@ -115,7 +155,10 @@ impl Append {
                     .sum(),
                 size,
                 limit,
-                topic: self.target.partition().topic().to_string(),
+                topic: self
+                    .target
+                    .partition()
+                    .map_or_else(String::new, |p| p.topic().to_string()),
             }),
             Err(e) => Err(e.into()),
         }
@@ -149,10 +192,22 @@ impl Session {
                 Ok(None)
             }
             Dest::ReplyQueue(id) => {
-                match self.shared.temp.get(&id) {
-                    Some(t) => self.deliver_temp(&t, &headers, &body),
-                    None => tracing::debug!(id, "reply to a temp queue that no longer exists"),
+                if let Some(t) = self.shared.temp.get(&id) {
+                    self.deliver_temp(&t, &headers, &body);
+                    return Ok(None);
                 }
+                // Cluster mode: the temp queue may be another gateway's.
+                if let Some(router) = &self.shared.replies {
+                    if router.is_elsewhere(&id) {
+                        let reply = Reply {
+                            to: id,
+                            headers: reply_headers(headers),
+                            body,
+                        };
+                        return Ok(Some(Append::reply(router.clone(), reply, receipt.take())));
+                    }
+                }
+                tracing::debug!(id, "reply to a temp queue that no longer exists");
                 Ok(None)
             }
             Dest::Queue(name) => {
@@ -208,9 +263,11 @@ impl Session {
             return id.clone();
         }
         // Random bits: replying to a temp queue needs no ACL, knowing its id is the
-        // permission (see `crate::access`), so the id must not be guessable.
+        // permission (see `crate::access`), so the id must not be guessable. In cluster
+        // mode the prefix names this gateway, so a reply sent to another finds its way.
         let id = format!(
-            "tmp.{}.{}.{:016x}",
+            "{}tmp.{}.{}.{:016x}",
+            self.shared.temp_prefix,
             self.id(),
             self.temps.len(),
             rand::random::<u64>()
@@ -242,6 +299,15 @@ impl Session {
             .encode_frame(&mut buf, &id, headers, body);
         target.deliver(buf.freeze());
     }
+}
+
+/// The headers of a reply as they travel to another gateway: what the owner's MESSAGE
+/// shows (a SEND's own headers stay behind, as for a local temp queue).
+fn reply_headers(headers: Vec<(String, String)>) -> Vec<(String, String)> {
+    headers
+        .into_iter()
+        .filter(|(k, _)| !SEND_ONLY.contains(&k.as_str()))
+        .collect()
 }
 
 fn first<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {

@@ -15,7 +15,7 @@ use crate::session::{AckMode, Session, SubKind, Subscription};
 use crate::topic_sub;
 
 impl Session {
-    pub(crate) fn on_subscribe(&mut self, sub: Subscribe) -> Result<(), StompError> {
+    pub(crate) async fn on_subscribe(&mut self, sub: Subscribe) -> Result<(), StompError> {
         let Subscribe {
             destination,
             dest,
@@ -41,11 +41,18 @@ impl Session {
         let kind = match &dest {
             Dest::Topic(name) => {
                 let topic = self.shared.broker.topic_or_create(name)?;
-                let tasks = topic
-                    .partitions()
-                    .into_iter()
-                    .map(|p| topic_sub::spawn(p, start, self.out.clone(), head.clone()))
-                    .collect();
+                let mut tasks = Vec::new();
+                for p in topic.partitions() {
+                    match topic_sub::spawn(p, start, self.out.clone(), head.clone()).await {
+                        Ok(t) => tasks.push(t),
+                        Err(e) => {
+                            tasks
+                                .iter()
+                                .for_each(|t: &tokio::task::JoinHandle<()>| t.abort());
+                            return Err(e.into());
+                        }
+                    }
+                }
                 SubKind::Topic(tasks)
             }
             Dest::Queue(name) => {
