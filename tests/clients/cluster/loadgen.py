@@ -47,7 +47,25 @@ def _close(conn):
         pass
 
 
-class StompSender(threading.Thread):
+class _Acked:
+    """What a load generator reports: `acked` (id -> ack time) and `sent` (id -> when its
+    acknowledged send began), both under `lock`."""
+
+    def acked_ids(self):
+        with self.lock:
+            return set(self.acked)
+
+    def ack_times(self):
+        with self.lock:
+            return sorted(self.acked.values())
+
+    def ack_pairs(self):
+        """[(send time, ack time)] of every acknowledged message or event."""
+        with self.lock:
+            return [(self.sent[m], t) for m, t in self.acked.items()]
+
+
+class StompSender(_Acked, threading.Thread):
     """Receipted SENDs of ids NAME-0, NAME-1, ... to `dest(i)`."""
 
     def __init__(self, name, addrs, dest, window=8, overdue=30.0, pace=0.0):
@@ -67,19 +85,6 @@ class StompSender(threading.Thread):
         self.drain = drain
         self.stop_flag.set()
         self.join(drain + 15)
-
-    def acked_ids(self):
-        with self.lock:
-            return set(self.acked)
-
-    def ack_times(self):
-        with self.lock:
-            return sorted(self.acked.values())
-
-    def ack_pairs(self):
-        """[(send time, ack time)] of every acknowledged message."""
-        with self.lock:
-            return [(self.sent[m], t) for m, t in self.acked.items()]
 
     def run(self):
         conn = None
@@ -210,7 +215,7 @@ class QueueConsumer(threading.Thread):
             _close(conn)
 
 
-class ForwardLoad:
+class ForwardLoad(_Acked):
     """The Go ackedsender with its output read as it comes: acked ids with their times and
     the ids it sent again after a failure."""
 
@@ -240,19 +245,6 @@ class ForwardLoad:
                     self.retry_lines.append(f"{now:.3f} {rest}")
                 elif word == "done":
                     self.done = rest
-
-    def acked_ids(self):
-        with self.lock:
-            return set(self.acked)
-
-    def ack_times(self):
-        with self.lock:
-            return sorted(self.acked.values())
-
-    def ack_pairs(self):
-        """[(send time, ack time)] of every acknowledged event."""
-        with self.lock:
-            return [(self.sent[m], t) for m, t in self.acked.items()]
 
     def stop(self, timeout=30):
         """Closes its stdin; it finishes the event in flight (bounded by its timeouts)."""
