@@ -15,16 +15,14 @@ import (
 
 func fanoutMain(args []string) error {
 	fs := newFlags("fanout")
-	addr := fs.String("addr", "127.0.0.1:61613", "STOMP address")
-	flavor := fs.String("flavor", "nagare", "nagare, rabbitmq or activemq")
-	target := fs.String("target", "", "name of the target in the summary (default: flavor)")
+	broker := addStompBrokerFlags(fs)
 	n := fs.Int("n", 100000, "messages published")
 	subs := fs.Int("subs", 10, "subscribers")
 	size := fs.Int("size", 100, "body bytes")
 	every := fs.Int("receipt-every", 1000, "a receipt on every this many SENDs")
 	timeout := fs.Duration("timeout", 300*time.Second, "abort after this long")
 	_ = fs.Parse(args)
-	fl, err := flavorByName(*flavor)
+	fl, err := flavorByName(*broker.flavor)
 	if err != nil {
 		return err
 	}
@@ -39,7 +37,7 @@ func fanoutMain(args []string) error {
 		}
 	}()
 	for i := 0; i < *subs; i++ {
-		s, err := dialStomp(*addr, fl)
+		s, err := dialStomp(*broker.addr, fl)
 		if err != nil {
 			return err
 		}
@@ -48,7 +46,7 @@ func fanoutMain(args []string) error {
 			return err
 		}
 	}
-	prod, err := dialStomp(*addr, fl)
+	prod, err := dialStomp(*broker.addr, fl)
 	if err != nil {
 		return err
 	}
@@ -80,7 +78,7 @@ func fanoutMain(args []string) error {
 	}
 	deliveries := int64(*n) * int64(*subs)
 	r := Result{Title: fmt.Sprintf("stomp fanout 1->%d n=%d size=%d", *subs, *n, *size),
-		Target: targetName(*flavor, *target), Items: deliveries, Bytes: deliveries * int64(*size),
+		Target: targetName(*broker.flavor, *broker.target), Items: deliveries, Bytes: deliveries * int64(*size),
 		Elapsed: elapsed,
 		Extra:   map[string]string{"published_per_sec": fmt.Sprintf("%.0f", float64(*n)/elapsed.Seconds())}}
 	r.Print()

@@ -68,6 +68,20 @@ func newFlags(name string) *flag.FlagSet {
 	return flag.NewFlagSet(name, flag.ExitOnError)
 }
 
+// stompBrokerFlags are the flags of every STOMP workload that name the broker it runs
+// against: its address, which broker it is, and its name in the summary.
+type stompBrokerFlags struct {
+	addr, flavor, target *string
+}
+
+func addStompBrokerFlags(fs *flag.FlagSet) stompBrokerFlags {
+	return stompBrokerFlags{
+		addr:   fs.String("addr", "127.0.0.1:61613", "STOMP address"),
+		flavor: fs.String("flavor", "nagare", "nagare, rabbitmq or activemq"),
+		target: fs.String("target", "", "name of the target in the summary (default: flavor)"),
+	}
+}
+
 func targetName(flavor, target string) string {
 	if target != "" {
 		return target

@@ -15,9 +15,7 @@ import (
 
 func queueMain(args []string) error {
 	fs := newFlags("queue")
-	addr := fs.String("addr", "127.0.0.1:61613", "STOMP address")
-	flavor := fs.String("flavor", "nagare", "nagare, rabbitmq or activemq")
-	target := fs.String("target", "", "name of the target in the summary (default: flavor)")
+	broker := addStompBrokerFlags(fs)
 	n := fs.Int("n", 100000, "messages")
 	size := fs.Int("size", 100, "body bytes")
 	window := fs.Int("window", 256, "SENDs awaiting their receipt")
@@ -25,7 +23,7 @@ func queueMain(args []string) error {
 	ackEvery := fs.Int("ack-every", 100, "cumulative ACK every this many messages")
 	timeout := fs.Duration("timeout", 300*time.Second, "abort after this long")
 	_ = fs.Parse(args)
-	fl, err := flavorByName(*flavor)
+	fl, err := flavorByName(*broker.flavor)
 	if err != nil {
 		return err
 	}
@@ -33,7 +31,7 @@ func queueMain(args []string) error {
 		return fmt.Errorf("n, window and ack-every must be at least 1")
 	}
 	dest := "/queue/bench-q-" + runTag()
-	cons, err := dialStomp(*addr, fl)
+	cons, err := dialStomp(*broker.addr, fl)
 	if err != nil {
 		return err
 	}
@@ -42,7 +40,7 @@ func queueMain(args []string) error {
 	if err := cons.SubscribeReceipted("q", dest, "ack", "client", "prefetch-count", pf, "activemq.prefetchSize", pf); err != nil {
 		return err
 	}
-	prod, err := dialStomp(*addr, fl)
+	prod, err := dialStomp(*broker.addr, fl)
 	if err != nil {
 		return err
 	}
@@ -67,7 +65,7 @@ func queueMain(args []string) error {
 		return err
 	}
 	r := Result{Title: fmt.Sprintf("stomp queue n=%d size=%d window=%d", *n, *size, *window),
-		Target: targetName(*flavor, *target), Items: int64(*n), Bytes: int64(*n) * int64(*size),
+		Target: targetName(*broker.flavor, *broker.target), Items: int64(*n), Bytes: int64(*n) * int64(*size),
 		Elapsed: elapsed, Lat: lat}
 	r.Print()
 	prod.Disconnect()
