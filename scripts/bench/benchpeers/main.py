@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import cost, disk, forward, kafka, mq, report, summary
+from . import cost, disk, forward, kafka, kafka_txn, mq, report, summary
 from .common import OUT, PEERS_DIR, ROOT, BenchError, log, loadavg, median, run
 from .ctx import Ctx
 from .model import Section
@@ -16,6 +16,7 @@ from .servers import PORTS, Nagare
 
 WORKLOADS = {
     "kafka": kafka.run_section,
+    "kafka-txn": kafka_txn.run_section,
     "rpc": mq.run_rpc,
     "stomp-rabbitmq": lambda ctx: mq.run_stomp(ctx, "rabbitmq"),
     "stomp-activemq": lambda ctx: mq.run_stomp(ctx, "activemq"),
@@ -38,6 +39,8 @@ workloads (sections of BENCHMARKS.md, in the order they run):
   kafka           Apache Kafka 4.3.1: ProducerPerformance 100 B / 1 KiB acks=1 / 1 KiB acks=all,
                   rdkafka_performance produce and consume, ConsumerPerformance, EndToEndLatency;
                   throughput, latency and broker CPU per record
+  kafka-txn       Apache Kafka 4.3.1: transactional produce (ProducerPerformance and a franz-go
+                  producer, a commit every 100 ms) and read_committed consume (ConsumerPerformance)
   rpc             NATS request/reply vs STOMP temp-queue RPC, c = 1, 4, 16, 64, pipelined and
                   lock-step (Go client: nats.go / raw STOMP)
   stomp-rabbitmq  RabbitMQ 3.10 STOMP: persistent queue with receipts and client acks, topic

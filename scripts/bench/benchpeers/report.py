@@ -7,7 +7,7 @@ from .common import median
 from .model import fmt
 from . import svg
 
-ORDER = ["kafka", "rpc", "stomp-rabbitmq", "stomp-activemq", "forward", "disk", "cost"]
+ORDER = ["kafka", "kafka-txn", "rpc", "stomp-rabbitmq", "stomp-activemq", "forward", "disk", "cost"]
 
 
 def si(v):
@@ -51,7 +51,7 @@ def write(results: dict, md_path: Path, chart_dir: Path):
          + ". Absolute figures move by ±30 % or more between runs; ratios from one round are steadier than "
          "absolutes, and medians of several rounds steadier still. Do not compare these numbers with other "
          "machines.", "",
-         "## Goals of issue 14, where they stand", "",
+         "## Goals, where they stand", "",
          "| goal | workload | figure | nagare | peer | advantage | met |", "|---|---|---|---|---|---|---|"]
     for s in sections:
         for r in s.rows:

@@ -20,6 +20,10 @@ PICKS = [
     ("kafka", "consume 100 B", "throughput", "rdkafka_performance"),
     ("kafka", "produce 100 B, acks=1", "broker CPU per record", "ProducerPerformance"),
     ("kafka", "end-to-end latency", "p99", None),
+    ("kafka-txn", "transactional produce", "throughput", "ProducerPerformance"),
+    ("kafka-txn", "transactional produce", "throughput", "Go: franz-go"),
+    ("kafka-txn", "read_committed consume", "throughput", "ConsumerPerformance"),
+    ("kafka-txn", "read_committed consume", "throughput", "Go: franz-go"),
     ("rpc", "request/reply pipelined, c = 1 ", "throughput", None),
     ("rpc", "request/reply pipelined, c = 64 ", "throughput", None),
     ("rpc", "request/reply lock-step, c = 1 ", "round trip p50", None),
@@ -34,7 +38,7 @@ PICKS = [
 ]
 
 # Which protocol a row is about, where its workload's name does not say.
-PREFIX = {"kafka": "Kafka", "rpc": "RPC", "stomp-rabbitmq": "STOMP", "stomp-activemq": "STOMP", "forward": "forward"}
+PREFIX = {"kafka": "Kafka", "kafka-txn": "Kafka", "rpc": "RPC", "stomp-rabbitmq": "STOMP", "stomp-activemq": "STOMP", "forward": "forward"}
 
 
 def adv(a):

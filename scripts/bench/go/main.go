@@ -5,6 +5,8 @@
 //	queue    STOMP persistent queue: SEND with receipt -> one consumer with client acks
 //	fanout   STOMP topic fan-out: one producer -> N subscribers
 //	forward  Fluentd forward Message mode: one event per request, chunk acks, pipelined
+//	txn      Kafka transactional produce (franz-go): begin, produce for D ms, commit
+//	txn-consume  Kafka read_committed consume of a topic from its start (franz-go)
 //
 // Each prints a summary and one `RESULT key=value...` line.
 package main
@@ -32,6 +34,10 @@ func main() {
 		err = fanoutMain(args)
 	case "forward":
 		err = forwardMain(args)
+	case "txn":
+		err = txnMain(args)
+	case "txn-consume":
+		err = txnConsumeMain(args)
 	default:
 		usage()
 	}
@@ -42,7 +48,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: nagare-bench-client rpc|queue|fanout|forward [flags] (-h for each)")
+	fmt.Fprintln(os.Stderr, "usage: nagare-bench-client rpc|queue|fanout|forward|txn|txn-consume [flags] (-h for each)")
 	os.Exit(2)
 }
 

@@ -1,0 +1,179 @@
+"""Kafka transactions: transactional produce with ProducerPerformance and with a franz-go
+producer, then read_committed consume with ConsumerPerformance, against Apache Kafka and
+nagare, and the broker's CPU time per record."""
+
+from .common import OUT, BenchError, log, parse_result, run
+from .kafka import PP_RE, kafka_tool
+from .model import Row, Section, alternate, fill, measured
+from .servers import Peer
+
+# The same producer settings on both brokers and for both clients: acks=all (transactions
+# imply it), 5 ms linger, 64 KiB batches, a commit every 100 ms, one partition.
+TXN_MS = 100
+PRODUCER_PROPS = ["acks=all", "linger.ms=5", "batch.size=65536"]
+
+
+def run_section(ctx) -> Section:
+    peer = Peer("kafka", "Apache Kafka")
+    peer.label = f"Apache Kafka {peer.version()}"
+    sec = Section("kafka-txn", "Kafka transactions", peer.label)
+    try:
+        peer.start()
+    except BenchError as e:
+        sec.problems.append(f"{peer.label} could not be started: {e}")
+        return sec
+    try:
+        ctx.nagare.start()
+        sides = {"peer": peer.label, "nagare": "nagare"}
+        addr = {"peer": peer.addr, "nagare": ctx.nagare.addr("kafka")}
+        pid = {"peer": peer.pid, "nagare": ctx.nagare.pid}
+        warm_up(ctx, addr)
+        produce_java(ctx, sec, sides, addr, pid)
+        consume_read_committed(ctx, sec, sides, addr, pid)
+        produce_go(ctx, sec, sides, addr, pid)
+        consume_go(ctx, sec, sides, addr, pid)
+    finally:
+        ctx.nagare.stop()
+        peer.stop()
+    sec.notes += [
+        "Both brokers run with their defaults. Kafka acknowledges acks=all and commits a transaction "
+        "without fsync; nagare fsyncs the records before acknowledging them (`flush = \"acks\"`, group "
+        "commit) and fsyncs a commit decision before it answers EndTxn.",
+        f"ProducerPerformance runs `--transactional-id ... --transaction-duration-ms {TXN_MS}`: it sends "
+        "until the transaction is that old, then commits (flush + EndTxn) before it sends again. Its Java "
+        "client spends 7–8 s of CPU per million records on this 2-core machine, on either broker, so it "
+        "is the ceiling for both once Kafka's JIT is warm; the franz-go producer (the Go client's `txn` "
+        "workload, the same loop) costs about 1 s per million, and there the broker sets the pace.",
+        "read_committed consume reads the topic the first produce round of the same client wrote (commit "
+        "markers included) with `isolation.level=read_committed`; ConsumerPerformance's figure is "
+        "`fetch.nMsg.sec` (after the group join), the franz-go consumer's is records over the whole run.",
+        "Before the measured rounds each broker gets one unmeasured transactional ProducerPerformance "
+        "run, so Kafka's JIT is warm.",
+    ]
+    return sec
+
+
+def transactional_pp(addr, topic, n):
+    return kafka_tool("ProducerPerformance", "--topic", topic, "--num-records", n, "--record-size", 100,
+                      "--throughput", -1, "--transactional-id", f"tx-{topic}", "--transaction-duration-ms",
+                      TXN_MS, "--command-property", f"bootstrap.servers={addr}", *PRODUCER_PROPS)
+
+
+def warm_up(ctx, addr):
+    n = ctx.n(500_000, 20_000)
+    log(f"warm-up: transactional ProducerPerformance, {n:,} records of 100 B against each broker (not measured)")
+    for side in addr:
+        run(transactional_pp(addr[side], f"txn-warm-up-{side}", n), 900, what=f"txn-warm-up-{side}")
+
+
+def produce_java(ctx, sec, sides, addr, pid):
+    n = ctx.n(1_000_000, 50_000)
+    label = "transactional produce 100 B"
+
+    def one(side, r):
+        cmd = transactional_pp(addr[side], f"txn-pp-{side}-{r}", n)
+        if r == 0:
+            ctx.record_commands(sec, f"ProducerPerformance {label}", {sides[side]: cmd})
+        out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"txn-pp-{side}"))
+        m = PP_RE.findall(out)
+        if not m:
+            raise BenchError("no ProducerPerformance summary:\n" + out[-500:])
+        sent, rate, mbs, avg, mx, p50, p95, p99 = m[-1]
+        return {"rate": float(rate), "p99_ms": float(p99), "cpu_us": cpu * 1e6 / n}
+
+    log(f"{label}: ProducerPerformance, {n:,} records, {ctx.rounds} rounds")
+    res = alternate(ctx.rounds, label, sides, one)
+    wl = f"{label}, commit every {TXN_MS} ms ({n:,} records)"
+    sec.rows += [
+        fill(Row("Kafka transactions", wl, "ProducerPerformance", "throughput", "records/s", "higher",
+                 sides["peer"], goal=1.5, goal_text="≥ 1.5×"), res, "rate"),
+        fill(Row("Kafka transactions", wl, "ProducerPerformance", "latency p99", "ms", "lower", sides["peer"]),
+             res, "p99_ms"),
+        fill(Row("Kafka transactions", wl, "ProducerPerformance", "broker CPU per record", "µs", "lower",
+                 sides["peer"]), res, "cpu_us"),
+    ]
+
+
+def consume_read_committed(ctx, sec, sides, addr, pid):
+    n = ctx.n(1_000_000, 50_000)
+    OUT.mkdir(parents=True, exist_ok=True)
+    rc = OUT / "read-committed.properties"
+    rc.write_text("isolation.level=read_committed\n")
+
+    def one(side, r):
+        cmd = kafka_tool("ConsumerPerformance", "--bootstrap-server", addr[side], "--topic", f"txn-pp-{side}-0",
+                         "--num-records", n, "--group", f"rc-{side}-{r}", "--timeout", 60000,
+                         "--command-config", rc)
+        if r == 0:
+            ctx.record_commands(sec, "ConsumerPerformance read_committed", {sides[side]: cmd})
+        out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"rc-{side}"))
+        lines = [l for l in out.splitlines() if l.count(",") >= 9]
+        if len(lines) < 2:
+            raise BenchError("no ConsumerPerformance figures:\n" + out[-500:])
+        head = [h.strip() for h in lines[0].split(",")]
+        vals = dict(zip(head, (v.strip() for v in lines[-1].split(","))))
+        if int(float(vals["data.consumed.in.nMsg"])) < n:
+            raise BenchError(f"consumed {vals['data.consumed.in.nMsg']} of {n} records")
+        return {"rate": float(vals["fetch.nMsg.sec"]), "cpu_us": cpu * 1e6 / n}
+
+    log(f"read_committed consume: ConsumerPerformance, {n:,} records, {ctx.rounds} rounds")
+    res = alternate(ctx.rounds, "read_committed consume", sides, one)
+    wl = f"read_committed consume 100 B ({n:,} records)"
+    sec.rows += [
+        fill(Row("Kafka transactions", wl, "ConsumerPerformance", "throughput", "records/s", "higher",
+                 sides["peer"], goal=1.5, goal_text="≥ 1.5×"), res, "rate"),
+        fill(Row("Kafka transactions", wl, "ConsumerPerformance", "broker CPU per record", "µs", "lower",
+                 sides["peer"]), res, "cpu_us"),
+    ]
+
+
+def produce_go(ctx, sec, sides, addr, pid):
+    n = ctx.n(3_000_000, 100_000)
+    label = "transactional produce 100 B"
+
+    def one(side, r):
+        cmd = [ctx.go_client, "txn", "-addr", addr[side], "-target", sides[side], "-topic", f"txn-go-{side}-{r}",
+               "-n", n, "-size", 100,
+               "-txn-duration", f"{TXN_MS}ms", "-linger", "5ms", "-batch-bytes", 65536]
+        if r == 0:
+            ctx.record_commands(sec, f"Go client (franz-go) {label}", {sides[side]: cmd})
+        out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"txn-go-{side}"))
+        res = parse_result(out)
+        return {"rate": res["per_sec"], "p99_ms": res["p99_us"] / 1000, "cpu_us": cpu * 1e6 / n}
+
+    log(f"{label}: Go client (franz-go), {n:,} records, {ctx.rounds} rounds")
+    res = alternate(ctx.rounds, label + " (franz-go)", sides, one)
+    wl = f"{label}, commit every {TXN_MS} ms ({n:,} records)"
+    sec.rows += [
+        fill(Row("Kafka transactions", wl, "Go: franz-go", "throughput", "records/s", "higher", sides["peer"],
+                 goal=1.5, goal_text="≥ 1.5×"), res, "rate"),
+        fill(Row("Kafka transactions", wl, "Go: franz-go", "latency p99", "ms", "lower", sides["peer"]),
+             res, "p99_ms"),
+        fill(Row("Kafka transactions", wl, "Go: franz-go", "broker CPU per record", "µs", "lower",
+                 sides["peer"]), res, "cpu_us"),
+    ]
+
+
+def consume_go(ctx, sec, sides, addr, pid):
+    n = ctx.n(3_000_000, 100_000)
+
+    def one(side, r):
+        cmd = [ctx.go_client, "txn-consume", "-addr", addr[side], "-target", sides[side], "-topic",
+               f"txn-go-{side}-0", "-n", n]
+        if r == 0:
+            ctx.record_commands(sec, "Go client (franz-go) read_committed consume", {sides[side]: cmd})
+        out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"rc-go-{side}"))
+        res = parse_result(out)
+        if res["items"] < n:
+            raise BenchError(f"consumed {res['items']:.0f} of {n} records")
+        return {"rate": res["per_sec"], "cpu_us": cpu * 1e6 / n}
+
+    log(f"read_committed consume: Go client (franz-go), {n:,} records, {ctx.rounds} rounds")
+    res = alternate(ctx.rounds, "read_committed consume (franz-go)", sides, one)
+    wl = f"read_committed consume 100 B ({n:,} records)"
+    sec.rows += [
+        fill(Row("Kafka transactions", wl, "Go: franz-go", "throughput", "records/s", "higher", sides["peer"],
+                 goal=1.5, goal_text="≥ 1.5×"), res, "rate"),
+        fill(Row("Kafka transactions", wl, "Go: franz-go", "broker CPU per record", "µs", "lower",
+                 sides["peer"]), res, "cpu_us"),
+    ]
