@@ -36,7 +36,8 @@ pub(crate) enum Command {
     Produce(crate::client_cmds::ProduceArgs),
     /// Print the records of a topic of a running broker (Kafka protocol).
     Consume(crate::client_cmds::ConsumeArgs),
-    /// Load generators: Kafka produce/consume, STOMP RPC, forward; against nagare or a peer.
+    /// Load generators: Kafka produce/consume, STOMP RPC, queue and fan-out, forward,
+    /// compaction; against nagare or a peer.
     Bench(crate::bench::BenchArgs),
     /// TLS helpers: `nagare tls self-signed` writes a development CA and certificates.
     Tls(crate::tls_cmd::TlsArgs),

@@ -2,11 +2,16 @@
 //! the same client against nagare or a peer broker, so ratios come from one binary.
 
 mod compact;
+mod fanout;
 mod forward;
 mod kafka;
+mod queue;
 #[allow(dead_code)] // until every bench uses all of it
 pub(crate) mod report;
 mod rpc;
+mod stall;
+mod stamp;
+mod stomp;
 
 use clap::{Args, Subcommand};
 
@@ -25,6 +30,12 @@ pub(crate) enum BenchKind {
     /// STOMP RPC over MQ: requests to a queue, replies to a temp-queue (nagare, RabbitMQ,
     /// ActiveMQ).
     Rpc(rpc::RpcArgs),
+    /// STOMP persistent queue: producers SEND with receipts, consumers ACK (nagare,
+    /// RabbitMQ, ActiveMQ).
+    Queue(queue::QueueArgs),
+    /// STOMP topic fan-out: one producer, every message to each of N subscribers
+    /// (nagare, RabbitMQ, ActiveMQ).
+    Fanout(fanout::FanoutArgs),
     /// Fluentd forward PackedForward chunks with ack (nagare or any forward receiver).
     Forward(forward::ForwardArgs),
     /// Log compaction throughput: fills a partition with keyed records and cleans it.
@@ -36,6 +47,8 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchKind::Produce(a) => kafka::produce(a),
         BenchKind::Consume(a) => kafka::consume(a),
         BenchKind::Rpc(a) => rpc::run(a),
+        BenchKind::Queue(a) => queue::run(a),
+        BenchKind::Fanout(a) => fanout::run(a),
         BenchKind::Forward(a) => forward::run(a),
         BenchKind::Compact(a) => compact::run(a),
     }

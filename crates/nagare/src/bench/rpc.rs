@@ -15,19 +15,11 @@ use anyhow::{bail, Context};
 use bytes::{BufMut, BytesMut};
 use clap::{Args, ValueEnum};
 use hdrhistogram::Histogram;
-use nagare_stomp::{Command, Decoder, Frame, Limits, Version};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
+use nagare_stomp::{Command, Frame};
+use tokio::io::AsyncWriteExt;
 
 use super::report;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Target {
-    Nagare,
-    Rabbitmq,
-    Activemq,
-}
+use super::stomp::{fail_on_error, Conn, Flavor, Stomp};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Mode {
@@ -40,7 +32,7 @@ pub(crate) enum Mode {
 pub(crate) struct RpcArgs {
     /// Which broker (sets the defaults of port, login, vhost and temp-queue habit).
     #[arg(long, value_enum, default_value = "nagare")]
-    pub target: Target,
+    pub target: Flavor,
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
     /// Default: 61613 (nagare, RabbitMQ), 61614 (ActiveMQ as the peers script runs it).
@@ -80,33 +72,16 @@ pub(crate) struct RpcArgs {
     pub timeout_secs: u64,
 }
 
-/// Connection settings resolved from the target and the overrides.
-#[derive(Debug, Clone)]
-struct Conn {
-    addr: String,
-    login: Option<String>,
-    passcode: Option<String>,
-    vhost: String,
-    temp_subscribe: bool,
-    name: &'static str,
-}
-
-impl Conn {
-    fn from_args(a: &RpcArgs) -> Conn {
-        let (port, login, vhost, temp_subscribe, name) = match a.target {
-            Target::Nagare => (61613, None, a.host.clone(), false, "nagare"),
-            Target::Rabbitmq => (61613, Some("guest"), "/".to_string(), false, "rabbitmq"),
-            Target::Activemq => (61614, None, a.host.clone(), true, "activemq"),
-        };
-        Conn {
-            addr: format!("{}:{}", a.host, a.port.unwrap_or(port)),
-            login: a.login.clone().or(login.map(str::to_string)),
-            passcode: a.passcode.clone().or(login.map(str::to_string)),
-            vhost: a.vhost.clone().unwrap_or(vhost),
-            temp_subscribe: a.temp_subscribe.unwrap_or(temp_subscribe),
-            name,
-        }
-    }
+fn conn_from_args(a: &RpcArgs) -> Conn {
+    let port = a.port.unwrap_or(a.target.default_port());
+    Conn::new(
+        a.target,
+        format!("{}:{}", a.host, port),
+        a.login.clone(),
+        a.passcode.clone(),
+        a.vhost.clone(),
+        a.temp_subscribe,
+    )
 }
 
 pub(super) fn run(args: RpcArgs) -> anyhow::Result<()> {
@@ -121,7 +96,7 @@ pub(super) fn run(args: RpcArgs) -> anyhow::Result<()> {
 }
 
 async fn bench(args: RpcArgs) -> anyhow::Result<()> {
-    let conn = Conn::from_args(&args);
+    let conn = conn_from_args(&args);
     let plan: Vec<(u64, usize)> = if args.suite {
         vec![
             (32_768, 1),
@@ -212,99 +187,6 @@ async fn run_clients(
         hist.add(&h).ok();
     }
     Ok((start.elapsed(), hist))
-}
-
-/// The reading side of a STOMP connection: a buffer and a decoder.
-struct Reader {
-    rd: OwnedReadHalf,
-    buf: BytesMut,
-    decoder: Decoder,
-}
-
-impl Reader {
-    /// The next frame (reading as needed); ERROR frames are errors.
-    async fn next(&mut self) -> anyhow::Result<Frame> {
-        let f = self.next_any().await?;
-        if f.command == Command::Error {
-            bail!(
-                "ERROR from broker: {:?} {}",
-                f.header("message"),
-                String::from_utf8_lossy(&f.body)
-            );
-        }
-        Ok(f)
-    }
-
-    /// The next frame, ERROR frames included.
-    async fn next_any(&mut self) -> anyhow::Result<Frame> {
-        loop {
-            if let Some(f) = self.decoder.decode(&mut self.buf)? {
-                return Ok(f);
-            }
-            self.buf.reserve(64 * 1024);
-            if self.rd.read_buf(&mut self.buf).await? == 0 {
-                bail!("connection closed by the broker");
-            }
-        }
-    }
-
-    /// Every frame already buffered, reading once if there is none (ERROR included).
-    async fn next_batch(&mut self, out: &mut Vec<Frame>) -> anyhow::Result<()> {
-        out.push(self.next_any().await?);
-        while let Some(f) = self.decoder.decode(&mut self.buf)? {
-            out.push(f);
-        }
-        Ok(())
-    }
-}
-
-/// A connected STOMP client connection.
-struct Stomp {
-    rd: Reader,
-    wr: OwnedWriteHalf,
-}
-
-impl Stomp {
-    async fn connect(conn: &Conn) -> anyhow::Result<Stomp> {
-        let stream = TcpStream::connect(&conn.addr)
-            .await
-            .with_context(|| format!("connecting to {}", conn.addr))?;
-        stream.set_nodelay(true)?;
-        let (rd, wr) = stream.into_split();
-        let mut s = Stomp {
-            rd: Reader {
-                rd,
-                buf: BytesMut::with_capacity(256 * 1024),
-                decoder: Decoder::new(Limits::default()),
-            },
-            wr,
-        };
-        let mut f = format!(
-            "CONNECT\naccept-version:1.1,1.2\nhost:{}\nheart-beat:0,0\n",
-            conn.vhost
-        );
-        if let Some(l) = &conn.login {
-            f.push_str(&format!("login:{l}\n"));
-        }
-        if let Some(p) = &conn.passcode {
-            f.push_str(&format!("passcode:{p}\n"));
-        }
-        f.push_str("\n\0");
-        s.wr.write_all(f.as_bytes()).await?;
-        let reply = s.rd.next().await?;
-        if reply.command != Command::Connected {
-            bail!(
-                "CONNECT refused: {:?} {}",
-                reply.headers,
-                String::from_utf8_lossy(&reply.body)
-            );
-        }
-        s.rd.decoder.version = reply
-            .header("version")
-            .and_then(Version::parse)
-            .unwrap_or(Version::V1_0);
-        Ok(s)
-    }
 }
 
 /// Serves the queue: each request's number plus one, to its `reply-to`, with its
@@ -468,17 +350,6 @@ impl Client {
         }
         Ok(hist)
     }
-}
-
-fn fail_on_error(f: &Frame) -> anyhow::Result<()> {
-    if f.command == Command::Error {
-        bail!(
-            "ERROR from broker: {:?} {}",
-            f.header("message"),
-            String::from_utf8_lossy(&f.body)
-        );
-    }
-    Ok(())
 }
 
 /// A reply must be its request's number plus one, and arrive exactly once.
