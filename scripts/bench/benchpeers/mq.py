@@ -142,6 +142,30 @@ def run_stomp(ctx, name: str) -> Section:
                  res, "cpu_us"),
         ]
 
+        # The same two workloads with nagare's own load generator (`nagare bench queue|fanout`):
+        # the performance goals are asked of it too.
+        nbase = {"peer": ["--flavor", name, "--addr", peer.addr],
+                 "nagare": ["--flavor", "nagare", "--addr", ctx.nagare.addr("stomp")]}
+        for kind, n, extra, what, metric in (
+                ("queue", nq, ["--window", 256], "persistent queue", "throughput"),
+                ("fanout", nf, ["--subscribers", 10], "topic fan-out 1 → 10 subscribers", "deliveries")):
+            def bench(side, r, kind=kind, n=n, extra=extra):
+                cmd = [ctx.nagare_bin, "bench", kind, *nbase[side], "-n", n, "--size", 100, *extra]
+                if r == 0:
+                    ctx.record_commands(sec, f"nagare bench {kind}", {sides[side]: cmd})
+                return go_result(ctx, cmd, pid[side], f"nagare-bench-{kind}-{side}", lambda res: res["items"])
+
+            log(f"{what}: nagare bench {kind}, {n:,} messages, {ctx.rounds} rounds")
+            res = alternate(ctx.rounds, f"{what} (nagare bench)", sides, bench)
+            wl = (f"persistent queue: SEND with receipt → client-ack consumer ({n:,} × 100 B)" if kind == "queue"
+                  else f"topic fan-out 1 → 10 subscribers ({n:,} × 100 B)")
+            sec.rows += [
+                fill(Row("STOMP", wl, "nagare bench", metric, "msg/s", "higher", sides["peer"], goal=10,
+                         goal_text="≥ 10×"), res, "per_sec"),
+                fill(Row("STOMP", wl, "nagare bench", "send → delivery p50", "µs", "lower", sides["peer"]),
+                     res, "p50_us"),
+            ]
+
         nr = ctx.n(20_000, 2_000)
         for c in (1, 16):
             def rpc(side, r, c=c):
@@ -165,6 +189,8 @@ def run_stomp(ctx, name: str) -> Section:
         "(group commit) before a queue SEND's receipt.",
         "Fan-out: 10 subscribers (`ack:auto`) on one `/topic/`, one producer, a receipt every 1000 SENDs "
         "with at most 2 outstanding; the run ends when every subscriber has every message.",
+        "`nagare bench queue` and `nagare bench fanout` run the same two workloads with nagare's own "
+        "load generator (one thread; its latency is send → delivery, taken from a stamp in each body).",
         "Temp-queue RPC: the same Go client as the RPC section (pipelined, 1000 requests in flight per "
         "client); ActiveMQ's requesters SUBSCRIBE to their temp queue, RabbitMQ's and nagare's do not.",
     ]
