@@ -24,6 +24,19 @@ def producer_performance(addr, topic, n, size, acks):
                       "--throughput", -1, "--command-property", f"bootstrap.servers={addr}", f"acks={acks}")
 
 
+def consumer_performance_figures(out: str, n: int) -> dict:
+    """ConsumerPerformance's summary (header line and figures line) as a dict; fails when it
+    consumed fewer than n records."""
+    lines = [l for l in out.splitlines() if l.count(",") >= 9]
+    if len(lines) < 2:
+        raise BenchError("no ConsumerPerformance figures:\n" + out[-500:])
+    head = [h.strip() for h in lines[0].split(",")]
+    vals = dict(zip(head, (v.strip() for v in lines[-1].split(","))))
+    if int(float(vals["data.consumed.in.nMsg"])) < n:
+        raise BenchError(f"consumed {vals['data.consumed.in.nMsg']} of {n} records")
+    return vals
+
+
 def run_section(ctx) -> Section:
     peer = Peer("kafka", "Apache Kafka")
     peer.label = f"Apache Kafka {peer.version()}"
@@ -143,13 +156,7 @@ def consume(ctx, sec, sides, addr, pid):
         if r == 0:
             ctx.record_commands(sec, "ConsumerPerformance consume 100 B", {sides[side]: cmd})
         out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"cp-{side}"))
-        lines = [l for l in out.splitlines() if l.count(",") >= 9]
-        if len(lines) < 2:
-            raise BenchError("no ConsumerPerformance figures:\n" + out[-500:])
-        head = [h.strip() for h in lines[0].split(",")]
-        vals = dict(zip(head, (v.strip() for v in lines[-1].split(","))))
-        if int(float(vals["data.consumed.in.nMsg"])) < n:
-            raise BenchError(f"consumed {vals['data.consumed.in.nMsg']} of {n} records")
+        vals = consumer_performance_figures(out, n)
         return {"rate": float(vals["fetch.nMsg.sec"]), "cpu_us": cpu * 1e6 / n,
                 "rebalance_ms": float(vals["rebalance.time.ms"])}
 

@@ -3,7 +3,7 @@ producer, then read_committed consume with ConsumerPerformance, against Apache K
 nagare, and the broker's CPU time per record."""
 
 from .common import OUT, BenchError, log, parse_result, run
-from .kafka import PP_RE, kafka_tool
+from .kafka import PP_RE, consumer_performance_figures, kafka_tool
 from .model import Row, Section, alternate, fill, measured
 from .servers import Peer
 
@@ -107,13 +107,7 @@ def consume_read_committed(ctx, sec, sides, addr, pid):
         if r == 0:
             ctx.record_commands(sec, "ConsumerPerformance read_committed", {sides[side]: cmd})
         out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"rc-{side}"))
-        lines = [l for l in out.splitlines() if l.count(",") >= 9]
-        if len(lines) < 2:
-            raise BenchError("no ConsumerPerformance figures:\n" + out[-500:])
-        head = [h.strip() for h in lines[0].split(",")]
-        vals = dict(zip(head, (v.strip() for v in lines[-1].split(","))))
-        if int(float(vals["data.consumed.in.nMsg"])) < n:
-            raise BenchError(f"consumed {vals['data.consumed.in.nMsg']} of {n} records")
+        vals = consumer_performance_figures(out, n)
         return {"rate": float(vals["fetch.nMsg.sec"]), "cpu_us": cpu * 1e6 / n}
 
     log(f"read_committed consume: ConsumerPerformance, {n:,} records, {ctx.rounds} rounds")

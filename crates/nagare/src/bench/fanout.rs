@@ -75,14 +75,8 @@ pub(super) fn run(args: FanoutArgs) -> anyhow::Result<()> {
     if args.messages == 0 || args.subscribers == 0 || args.receipt_every == 0 || args.window == 0 {
         bail!("messages, subscribers, receipt-every and window must be at least 1");
     }
-    if args.size < stamp::MIN_SIZE {
-        bail!("--size must be at least {} bytes", stamp::MIN_SIZE);
-    }
-    // One thread: the broker under test shares the machine.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(bench(args))
+    stamp::check_size(args.size)?;
+    super::on_one_thread(bench(args))
 }
 
 async fn bench(args: FanoutArgs) -> anyhow::Result<()> {

@@ -13,7 +13,17 @@ mod stall;
 mod stamp;
 mod stomp;
 
+use std::future::Future;
+
 use clap::{Args, Subcommand};
+
+/// Runs a load generator on one thread: the broker under test shares the machine.
+fn on_one_thread(bench: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(bench)
+}
 
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {

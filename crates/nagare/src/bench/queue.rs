@@ -102,14 +102,8 @@ pub(super) fn run(args: QueueArgs) -> anyhow::Result<()> {
     {
         bail!("messages, producers, consumers, window and ack-every must be at least 1");
     }
-    if args.size < stamp::MIN_SIZE {
-        bail!("--size must be at least {} bytes", stamp::MIN_SIZE);
-    }
-    // One thread: the broker under test shares the machine.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(bench(args))
+    stamp::check_size(args.size)?;
+    super::on_one_thread(bench(args))
 }
 
 async fn bench(args: QueueArgs) -> anyhow::Result<()> {

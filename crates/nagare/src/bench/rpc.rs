@@ -88,11 +88,7 @@ pub(super) fn run(args: RpcArgs) -> anyhow::Result<()> {
     if args.concurrency == 0 || args.requests == 0 {
         bail!("requests and concurrency must be at least 1");
     }
-    // One thread: the broker under test shares the machine.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(bench(args))
+    super::on_one_thread(bench(args))
 }
 
 async fn bench(args: RpcArgs) -> anyhow::Result<()> {

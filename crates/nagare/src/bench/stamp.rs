@@ -17,11 +17,17 @@ pub(super) struct Stamper {
     body: Vec<u8>,
 }
 
+/// Refuses a body size too small to hold the stamp.
+pub(super) fn check_size(size: usize) -> anyhow::Result<()> {
+    if size < MIN_SIZE {
+        bail!("--size must be at least {MIN_SIZE} bytes (the body carries a sequence number and a send time)");
+    }
+    Ok(())
+}
+
 impl Stamper {
     pub(super) fn new(start: Instant, size: usize, filler: u8) -> anyhow::Result<Stamper> {
-        if size < MIN_SIZE {
-            bail!("--size must be at least {MIN_SIZE} bytes (the body carries a sequence number and a send time)");
-        }
+        check_size(size)?;
         Ok(Stamper {
             start,
             body: vec![filler; size],
