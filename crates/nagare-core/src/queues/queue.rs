@@ -519,7 +519,11 @@ impl Queue {
             .map(|d| d.offset + 1)
             .max()
             .unwrap_or(0);
-        self.note_delivered(st, mark);
+        // Stored with this round's settlements below: one push to the queue log.
+        let delivered = (mark > st.acks.delivered).then(|| {
+            st.acks.delivered = mark;
+            mark
+        });
         self.note_counts(recounted);
         let mut settled = Vec::new();
         for (k, batch) in rounds.into_iter().enumerate() {
@@ -535,10 +539,14 @@ impl Queue {
                 settled.extend(c.delivered.drain(from..));
             }
         }
-        for o in &settled {
-            st.in_flight.remove(o);
+        for &o in &settled {
+            st.in_flight.remove(&o);
+            st.acks.ack(o);
+            st.counts.remove(&o);
         }
-        self.mark_acked(st, &settled);
+        if let Some(q) = self.queues.upgrade() {
+            q.record_round(&self.name, delivered, &settled);
+        }
         !settled.is_empty()
     }
 
