@@ -28,6 +28,9 @@ impl Default for Limits {
     }
 }
 
+/// Spare bytes in a frame's header text for a value the broker rewrites.
+const REWRITE_ROOM: usize = 64;
+
 /// The parsed head of a frame whose body has not fully arrived yet.
 #[derive(Debug)]
 struct Head {
@@ -154,8 +157,9 @@ impl Decoder {
         })?;
         let escaped = command.escapes_headers() && self.version != Version::V1_0;
         // Names and values are unescaped into one string (see `Headers`): its size is
-        // at most the block's.
-        let mut headers = Headers::with_capacity(block.len(), 8);
+        // at most the block's, plus room for a SEND's `reply-to` rewritten in place
+        // (`/reply-queue/<id>`) without growing it.
+        let mut headers = Headers::with_capacity(block.len() + REWRITE_ROOM, 8);
         let mut content_length = None;
         for line in lines {
             if line.is_empty() {

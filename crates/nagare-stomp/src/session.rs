@@ -100,6 +100,8 @@ pub(crate) struct Session {
     reply_dests: HashMap<String, String>,
     /// Where replies to temp queues are encoded (see `deliver_temp`).
     scratch: BytesMut,
+    /// The queue the last SEND to a queue went to (see `queue_named`).
+    last_queue: Option<(String, Arc<Queue>)>,
     transactions: HashMap<String, Vec<Request>>,
     /// Negotiated heart-beat intervals: (expected from the client, sent by us), ms.
     heartbeat: (u64, u64),
@@ -123,6 +125,7 @@ impl Session {
             temps: HashMap::new(),
             reply_dests: HashMap::new(),
             scratch: BytesMut::new(),
+            last_queue: None,
             transactions: HashMap::new(),
             heartbeat: (0, 0),
             access,

@@ -346,7 +346,8 @@ impl Queues {
             change: Change::Acked(acked.to_vec()),
         });
         if delivered.is_some() || acked.is_some() {
-            self.state_log.push_detached(delivered.into_iter().chain(acked));
+            self.state_log
+                .push_detached(delivered.into_iter().chain(acked));
         }
     }
 

@@ -219,7 +219,7 @@ impl Session {
                 Ok(None)
             }
             Dest::Queue(name) => {
-                let queue = self.shared.queues.queue(&name)?;
+                let queue = self.queue_named(&name)?;
                 let durable = receipt.is_some();
                 let record = to_record(&headers, body);
                 Ok(Some(Append::new(
@@ -246,6 +246,22 @@ impl Session {
                 )))
             }
         }
+    }
+
+    /// The queue `name`, the last one this connection sent to kept at hand: an RPC client
+    /// sends every request to the same queue, and the lookup formats the topic name and
+    /// takes the registry's lock. Keeping it changes nothing: a STOMP queue, once
+    /// opened, stays the registry's answer for its name for the broker's life (only
+    /// share-group queues, under other keys, are ever dropped from it).
+    fn queue_named(&mut self, name: &str) -> Result<Arc<Queue>, StompError> {
+        if let Some((last, q)) = &self.last_queue {
+            if last == name {
+                return Ok(q.clone());
+            }
+        }
+        let q = self.shared.queues.queue(name)?;
+        self.last_queue = Some((name.to_string(), q.clone()));
+        Ok(q)
     }
 
     /// `reply-to:/temp-queue/NAME` becomes `/reply-queue/<id>` of this connection's temp
