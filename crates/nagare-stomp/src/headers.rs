@@ -10,19 +10,19 @@ use std::fmt;
 use std::ops::Range;
 
 /// One header: where its name and value are in [`Headers::text`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Span {
-    name: (u32, u32),
-    value: (u32, u32),
+    name: Range<usize>,
+    value: Range<usize>,
 }
 
 impl Span {
     fn name(&self) -> Range<usize> {
-        self.name.0 as usize..self.name.1 as usize
+        self.name.clone()
     }
 
     fn value(&self) -> Range<usize> {
-        self.value.0 as usize..self.value.1 as usize
+        self.value.clone()
     }
 }
 
@@ -74,16 +74,16 @@ impl Headers {
         let value_start = write(&mut self.text)?;
         let end = self.text.len();
         self.spans.push(Span {
-            name: (start as u32, value_start as u32),
-            value: (value_start as u32, end as u32),
+            name: start..value_start,
+            value: value_start..end,
         });
         Ok(())
     }
 
-    fn put(&mut self, s: &str) -> (u32, u32) {
-        let start = self.text.len() as u32;
+    fn put(&mut self, s: &str) -> Range<usize> {
+        let start = self.text.len();
         self.text.push_str(s);
-        (start, self.text.len() as u32)
+        start..self.text.len()
     }
 
     /// The first value of header `name`.
