@@ -269,6 +269,18 @@ impl<O: InternalOp> InternalLog<O> {
         Ticket(rx)
     }
 
+    /// [`InternalLog::push`] for ops nobody waits for (not durable): no ticket, so no
+    /// channel allocated per push (queues push after every dispatch round).
+    pub fn push_detached(&self, ops: impl IntoIterator<Item = O>) {
+        let mut q = self.queue.lock();
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        q.ops.extend(ops);
+        drop(q);
+        self.wake.notify_one();
+    }
+
     /// Waits while the writer is far behind (more than `MAX_QUEUED_OPS` queued): what
     /// keeps the queue bounded for callers that can wait before they push.
     pub async fn reserve(&self) {

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use crate::dest::Dest;
 use crate::error::StompError;
 use crate::frame::{Command, Frame, Version};
+use crate::headers::Headers;
 use crate::session::AckMode;
 use crate::topic_sub::StartAt;
 
@@ -65,7 +66,7 @@ pub(crate) struct Send {
     pub dest: Dest,
     pub transaction: Option<String>,
     /// Every header as sent (they become the record's headers).
-    pub headers: Vec<(String, String)>,
+    pub headers: Headers,
     pub body: Bytes,
 }
 

@@ -48,7 +48,13 @@ pub(crate) async fn handle(
     let mut frames = Vec::new();
 
     'conn: loop {
-        buf.reserve(READ_SIZE);
+        // Decoded frames keep slices of the buffer (their bodies), so its front is rarely
+        // free for reuse: asking for READ_SIZE of room before every read allocated a new
+        // buffer per read (a pipelining client's read is a few KiB). A new one comes only
+        // once less than a quarter of it is left.
+        if buf.capacity() - buf.len() < READ_SIZE / 4 {
+            buf.reserve(READ_SIZE);
+        }
         tokio::select! {
             n = rd.read_buf(&mut buf) => match n {
                 Ok(0) | Err(_) => break,

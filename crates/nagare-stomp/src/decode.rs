@@ -5,6 +5,7 @@ use bytes::{Buf, BytesMut};
 
 use crate::error::FrameError;
 use crate::frame::{Command, Frame, Version};
+use crate::headers::Headers;
 
 /// Bounds on what a peer may send.
 #[derive(Debug, Clone, Copy)]
@@ -27,11 +28,14 @@ impl Default for Limits {
     }
 }
 
+/// Spare bytes in a frame's header text for a value the broker rewrites.
+const REWRITE_ROOM: usize = 64;
+
 /// The parsed head of a frame whose body has not fully arrived yet.
 #[derive(Debug)]
 struct Head {
     command: Command,
-    headers: Vec<(String, String)>,
+    headers: Headers,
     body_start: usize,
     content_length: Option<usize>,
 }
@@ -152,7 +156,10 @@ impl Decoder {
             )
         })?;
         let escaped = command.escapes_headers() && self.version != Version::V1_0;
-        let mut headers = Vec::new();
+        // Names and values are unescaped into one string (see `Headers`): its size is
+        // at most the block's, plus room for a SEND's `reply-to` rewritten in place
+        // (`/reply-queue/<id>`) without growing it.
+        let mut headers = Headers::with_capacity(block.len() + REWRITE_ROOM, 8);
         let mut content_length = None;
         for line in lines {
             if line.is_empty() {
@@ -169,12 +176,19 @@ impl Decoder {
                 });
             }
             let colon = memchr(b':', line).ok_or(FrameError::MissingColon)?;
-            let name = unescape(&line[..colon], escaped, self.version)?;
-            let value = unescape(&line[colon + 1..], escaped, self.version)?;
-            if name == "content-length" && content_length.is_none() {
+            let version = self.version;
+            headers.push_with(|text| {
+                unescape_into(text, &line[..colon], escaped, version)?;
+                let value_start = text.len();
+                unescape_into(text, &line[colon + 1..], escaped, version)?;
+                Ok::<_, FrameError>(value_start)
+            })?;
+            // No escape sequence can produce `content-length`: the raw name decides.
+            if content_length.is_none() && &line[..colon] == b"content-length" {
+                let value = headers.value(headers.len() - 1).unwrap_or_default();
                 let len: usize = value
                     .parse()
-                    .map_err(|_| FrameError::BadContentLength(value.clone()))?;
+                    .map_err(|_| FrameError::BadContentLength(value.to_string()))?;
                 if len > self.limits.max_frame_bytes {
                     return Err(FrameError::TooLarge {
                         limit: self.limits.max_frame_bytes,
@@ -182,7 +196,6 @@ impl Decoder {
                 }
                 content_length = Some(len);
             }
-            headers.push((name, value));
         }
         Ok(Head {
             command,
@@ -213,29 +226,36 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 }
 
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&b| b == needle)
+    memchr::memchr(needle, hay)
 }
 
-/// Undoes header escaping: 1.2 knows `\r \n \c \\`, 1.1 the same without `\r`, 1.0 none.
-fn unescape(raw: &[u8], escaped: bool, version: Version) -> Result<String, FrameError> {
+/// Undoes header escaping into `out`: 1.2 knows `\r \n \c \\`, 1.1 the same without `\r`,
+/// 1.0 none. The bytes must be UTF-8.
+fn unescape_into(
+    out: &mut String,
+    raw: &[u8],
+    escaped: bool,
+    version: Version,
+) -> Result<(), FrameError> {
+    let text = std::str::from_utf8(raw).map_err(|_| FrameError::NotUtf8)?;
     if !escaped || !raw.contains(&b'\\') {
-        return String::from_utf8(raw.to_vec()).map_err(|_| FrameError::NotUtf8);
+        out.push_str(text);
+        return Ok(());
     }
-    let mut out = Vec::with_capacity(raw.len());
-    let mut it = raw.iter();
-    while let Some(&b) = it.next() {
-        if b != b'\\' {
-            out.push(b);
+    let mut it = text.chars();
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            out.push(c);
             continue;
         }
         match it.next() {
-            Some(b'n') => out.push(b'\n'),
-            Some(b'c') => out.push(b':'),
-            Some(b'\\') => out.push(b'\\'),
-            Some(b'r') if version == Version::V1_2 => out.push(b'\r'),
-            Some(&other) => return Err(FrameError::BadEscape(other as char)),
+            Some('n') => out.push('\n'),
+            Some('c') => out.push(':'),
+            Some('\\') => out.push('\\'),
+            Some('r') if version == Version::V1_2 => out.push('\r'),
+            Some(other) => return Err(FrameError::BadEscape(other)),
             None => return Err(FrameError::BadEscape(' ')),
         }
     }
-    String::from_utf8(out).map_err(|_| FrameError::NotUtf8)
+    Ok(())
 }

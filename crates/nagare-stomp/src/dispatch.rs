@@ -142,7 +142,7 @@ async fn answer(session: &Session, receipt: Option<String>) {
 
 /// Appends the batched SENDs and sends their receipts. False (after an ERROR) on failure.
 async fn flush(session: &Session, pending: &mut Option<Append>) -> bool {
-    let Some(append) = pending.take() else {
+    let Some(mut append) = pending.take() else {
         return true;
     };
     // What earlier frames produced need not wait for the disk.

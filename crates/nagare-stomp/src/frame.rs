@@ -3,6 +3,8 @@
 
 use bytes::Bytes;
 
+use crate::headers::Headers;
+
 /// A negotiated protocol version; it decides header escaping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Version {
@@ -103,7 +105,7 @@ impl Command {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
     pub command: Command,
-    pub headers: Vec<(String, String)>,
+    pub headers: Headers,
     pub body: Bytes,
 }
 
@@ -111,21 +113,18 @@ impl Frame {
     pub fn new(command: Command) -> Frame {
         Frame {
             command,
-            headers: Vec::new(),
+            headers: Headers::new(),
             body: Bytes::new(),
         }
     }
 
     /// The first value of header `name` (the spec: the first of repeated headers wins).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.headers.get(name)
     }
 
-    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Frame {
-        self.headers.push((name.into(), value.into()));
+    pub fn with_header(mut self, name: impl AsRef<str>, value: impl AsRef<str>) -> Frame {
+        self.headers.push(name.as_ref(), value.as_ref());
         self
     }
 

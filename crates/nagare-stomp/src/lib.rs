@@ -27,6 +27,7 @@ mod dispatch;
 pub mod encode;
 pub mod error;
 pub mod frame;
+pub mod headers;
 mod message;
 mod meters;
 mod outbox;
@@ -51,6 +52,7 @@ pub use dest::{Dest, DestError};
 pub use encode::{encode, FrameWriter};
 pub use error::{FrameError, StompError};
 pub use frame::{Command, Frame, Version};
+pub use headers::Headers;
 
 /// What every connection of one STOMP listener shares (cheap to clone). `queues` comes
 /// opened, its background task running, from the caller.

@@ -20,11 +20,85 @@ const RESERVED: &[&str] = &[
     "delivery-count",
 ];
 
+/// A delivery count as text without a heap allocation.
+fn itoa_i16(n: i16) -> MessageId {
+    let mut id = MessageId::empty();
+    id.put_number(i128::from(n));
+    id
+}
+
 /// Headers of a SEND that never travel with the message.
 pub(crate) const SEND_ONLY: &[&str] = &["destination", "receipt", "transaction", "content-length"];
 
 /// The header a SEND uses to set the record key (and a MESSAGE shows it under).
 pub(crate) const KEY_HEADER: &str = "key";
+
+/// A message id formatted on the stack: one is made per MESSAGE, and a `format!`
+/// per message showed up among the allocations of the RPC path.
+pub(crate) struct MessageId {
+    buf: [u8; 64],
+    len: usize,
+}
+
+impl MessageId {
+    /// `t-<n>`: a temp-queue message (never acknowledged, only unique).
+    pub(crate) fn temp(n: u64) -> MessageId {
+        let mut id = MessageId::empty();
+        id.put(b"t-");
+        id.put_number(n as i128);
+        id
+    }
+
+    /// `<connection>-<subscription>-<offset>`: a queue message, all an ACK needs.
+    pub(crate) fn queue(conn: u64, sub: u64, offset: i64) -> MessageId {
+        let mut id = MessageId::empty();
+        id.put_number(conn as i128);
+        id.put(b"-");
+        id.put_number(sub as i128);
+        id.put(b"-");
+        id.put_number(offset as i128);
+        id
+    }
+
+    fn empty() -> MessageId {
+        MessageId {
+            buf: [0; 64],
+            len: 0,
+        }
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        if let Some(dst) = self.buf.get_mut(self.len..end) {
+            dst.copy_from_slice(bytes);
+            self.len = end;
+        }
+    }
+
+    /// Decimal, with a sign if negative (three 64-bit numbers always fit).
+    fn put_number(&mut self, n: i128) {
+        if n < 0 {
+            self.put(b"-");
+        }
+        let mut n = n.unsigned_abs();
+        let mut digits = [0u8; 40];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.put(&digits[i..]);
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        // Only ASCII digits, `-` and `t` are ever written.
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
+    }
+}
 
 /// What is the same for every MESSAGE of one subscription.
 #[derive(Debug, Clone)]
@@ -50,7 +124,8 @@ impl MessageHead {
     ) {
         let mut w = self.begin(out, message_id, redelivered);
         if let Some(n) = delivery_count {
-            w.header("delivery-count", &n.to_string());
+            let digits = itoa_i16(n);
+            w.header("delivery-count", digits.as_str());
         }
         let mut has_key_header = false;
         for (k, v) in &record.headers {
@@ -71,16 +146,16 @@ impl MessageHead {
     }
 
     /// A SEND's headers and body as a MESSAGE (temp queues: no log in between).
-    pub(crate) fn encode_frame(
+    pub(crate) fn encode_frame<'h>(
         &self,
         out: &mut BytesMut,
         message_id: &str,
-        headers: &[(String, String)],
+        headers: impl IntoIterator<Item = (&'h str, &'h str)>,
         body: &[u8],
     ) {
         let mut w = self.begin(out, message_id, Some(false));
         for (k, v) in headers {
-            if !RESERVED.contains(&k.as_str()) && !SEND_ONLY.contains(&k.as_str()) {
+            if !RESERVED.contains(&k) && !SEND_ONLY.contains(&k) {
                 w.header(k, v);
             }
         }
@@ -104,5 +179,26 @@ impl MessageHead {
             w.header("redelivered", if r { "true" } else { "false" });
         }
         w
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MessageId;
+
+    #[test]
+    fn message_ids_read_as_before() {
+        assert_eq!(MessageId::temp(0).as_str(), "t-0");
+        assert_eq!(
+            MessageId::temp(u64::MAX).as_str(),
+            format!("t-{}", u64::MAX)
+        );
+        assert_eq!(MessageId::queue(3, 1, 42).as_str(), "3-1-42");
+        let widest = MessageId::queue(u64::MAX, u64::MAX, i64::MIN);
+        assert_eq!(
+            widest.as_str(),
+            format!("{}-{}-{}", u64::MAX, u64::MAX, i64::MIN)
+        );
+        assert_eq!(super::itoa_i16(-3).as_str(), "-3");
     }
 }

@@ -29,6 +29,8 @@ use crate::writer::ConnOut;
 
 /// Gathered bytes for one destination beyond which they are handed over at once.
 const MAX_ENTRY: usize = 64 * 1024;
+/// Bytes first allocated for a destination's gathered frames.
+const ENTRY_START: usize = 8 * 1024;
 /// Gathered bytes in all beyond which everything is handed over.
 const MAX_TOTAL: usize = 256 * 1024;
 /// Frames at least this large are not copied: they go out on their own (after what was
@@ -98,7 +100,8 @@ pub(crate) fn gather(
             None => {
                 o.entries.push(Entry {
                     out: out.clone(),
-                    buf: BytesMut::new(),
+                    // Room for a few dozen small frames without growing (and copying).
+                    buf: BytesMut::with_capacity(ENTRY_START),
                     permits: Vec::new(),
                 });
                 o.entries.len() - 1

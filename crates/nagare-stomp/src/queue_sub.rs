@@ -7,7 +7,7 @@ use bytes::BytesMut;
 use nagare_core::queues::{Delivery, Queue, QueueSink};
 use nagare_core::Partition;
 
-use crate::message::MessageHead;
+use crate::message::{MessageHead, MessageId};
 use crate::writer::ConnOut;
 
 pub(crate) struct StompQueueSink {
@@ -30,10 +30,10 @@ impl QueueSink for StompQueueSink {
         let mut buf = BytesMut::with_capacity(size);
         let mut acks = Vec::new();
         for d in &deliveries {
-            let id = message_id(self.out.id, self.sub_num, d.offset);
+            let id = MessageId::queue(self.out.id, self.sub_num, d.offset);
             self.head.encode_record(
                 &mut buf,
-                &id,
+                id.as_str(),
                 Some(d.redelivered),
                 Some(d.delivery_count),
                 &d.record,
@@ -50,12 +50,8 @@ impl QueueSink for StompQueueSink {
     }
 }
 
-/// `<connection>-<subscription>-<offset>`: unique, and all an ACK needs.
-pub(crate) fn message_id(conn: u64, sub: u64, offset: i64) -> String {
-    format!("{conn}-{sub}-{offset}")
-}
-
-/// The parts of a queue message id, if it is one of this connection's.
+/// The parts of a queue message id ([`MessageId::queue`]), if it is one of this
+/// connection's.
 pub(crate) fn parse_message_id(conn: u64, id: &str) -> Option<(u64, i64)> {
     let mut it = id.splitn(3, '-');
     let c: u64 = it.next()?.parse().ok()?;

@@ -96,6 +96,12 @@ pub(crate) struct Session {
     next_sub: u64,
     /// Temp queue NAME -> its registry id.
     temps: HashMap<String, String>,
+    /// Temp queue NAME -> the `/reply-queue/<id>` a `reply-to` naming it becomes.
+    reply_dests: HashMap<String, String>,
+    /// Where replies to temp queues are encoded (see `deliver_temp`).
+    scratch: BytesMut,
+    /// The queue the last SEND to a queue went to (see `queue_named`).
+    last_queue: Option<(String, Arc<Queue>)>,
     transactions: HashMap<String, Vec<Request>>,
     /// Negotiated heart-beat intervals: (expected from the client, sent by us), ms.
     heartbeat: (u64, u64),
@@ -117,6 +123,9 @@ impl Session {
             sub_ids: HashMap::new(),
             next_sub: 1,
             temps: HashMap::new(),
+            reply_dests: HashMap::new(),
+            scratch: BytesMut::new(),
+            last_queue: None,
             transactions: HashMap::new(),
             heartbeat: (0, 0),
             access,
@@ -202,6 +211,7 @@ impl Session {
         for (_, id) in self.temps.drain() {
             self.shared.temp.remove(&id);
         }
+        self.reply_dests.clear();
         self.transactions.clear();
     }
 }

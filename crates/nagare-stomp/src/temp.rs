@@ -11,7 +11,7 @@ use nagare_core::store::{Reply, ReplyInbox};
 use parking_lot::RwLock;
 use tokio::sync::Semaphore;
 
-use crate::message::MessageHead;
+use crate::message::{MessageHead, MessageId};
 use crate::writer::ConnOut;
 
 /// One temp queue: the owner's writer and how its messages are labelled (the
@@ -115,11 +115,13 @@ impl ReplyInbox for Inbox {
             return;
         };
         let mut buf = BytesMut::with_capacity(256 + reply.body.len());
-        let id = format!("t-{}", shared.next_message.fetch_add(1, Ordering::Relaxed));
-        target
-            .head
-            .read()
-            .encode_frame(&mut buf, &id, &reply.headers, &reply.body);
+        let id = MessageId::temp(shared.next_message.fetch_add(1, Ordering::Relaxed));
+        target.head.read().encode_frame(
+            &mut buf,
+            id.as_str(),
+            reply.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            &reply.body,
+        );
         target.deliver(buf.freeze());
     }
 }

@@ -331,7 +331,24 @@ impl Queues {
             queue: queue.to_string(),
             change: Change::Acked(offsets.to_vec()),
         };
-        drop(self.state_log.push([op], false));
+        self.state_log.push_detached([op]);
+    }
+
+    /// What one dispatch round changed: the delivered mark (if it moved) and the
+    /// messages settled at once (auto-ack), pushed together, in that order.
+    pub(crate) fn record_round(&self, queue: &Arc<str>, delivered: Option<i64>, acked: &[i64]) {
+        let delivered = delivered.map(|mark| QueueOp {
+            queue: queue.to_string(),
+            change: Change::Delivered(mark),
+        });
+        let acked = (!acked.is_empty()).then(|| QueueOp {
+            queue: queue.to_string(),
+            change: Change::Acked(acked.to_vec()),
+        });
+        if delivered.is_some() || acked.is_some() {
+            self.state_log
+                .push_detached(delivered.into_iter().chain(acked));
+        }
     }
 
     /// Notes that `queue` has delivered everything below `mark` at least once: cheap
@@ -342,7 +359,7 @@ impl Queues {
             queue: queue.to_string(),
             change: Change::Delivered(mark),
         };
-        drop(self.state_log.push([op], false));
+        self.state_log.push_detached([op]);
     }
 
     /// Stores delivery counts above 1 (redeliveries: rare, so cheap enough to write each).
@@ -354,7 +371,7 @@ impl Queues {
             queue: queue.to_string(),
             change: Change::Counts(counts),
         };
-        drop(self.state_log.push([op], false));
+        self.state_log.push_detached([op]);
     }
 
     /// Writes a queue's whole state (after a purge), durably: the returned ticket

@@ -203,27 +203,38 @@ impl Queue {
         records: &[NewRecord],
         ack: AckLevel,
     ) -> Result<AppendInfo, CoreError> {
+        self.publish_owned(records.to_vec(), ack).await
+    }
+
+    /// [`Queue::publish`] taking the records: the ones handed to consumers straight away
+    /// are moved into the queue rather than copied (their headers are a few allocations
+    /// each, on every message of the RPC path).
+    pub async fn publish_owned(
+        &self,
+        records: Vec<NewRecord>,
+        ack: AckLevel,
+    ) -> Result<AppendInfo, CoreError> {
         if self.remote.is_some() {
             // Acknowledged by the cluster (acks=all) whatever `ack` asks; the cluster
             // hands the messages to the queue's consumers.
-            return self.partition.append_records(records, ack).await;
+            return self.partition.append_records(&records, ack).await;
         }
         let info = self
             .partition
-            .append(build_batch(records), AckLevel::Leader)
+            .append(build_batch(&records), AckLevel::Leader)
             .await?;
         {
             let mut st = self.state.lock();
             // Fast path: the records just appended are next in line; skip reading them back.
             if st.next_read == info.base_offset && st.ready.len() < READ_AHEAD {
-                for (i, r) in records.iter().enumerate() {
+                for (i, r) in records.into_iter().enumerate() {
                     let offset = info.base_offset + i as i64;
                     let record = Record {
                         offset,
                         timestamp: r.timestamp,
-                        key: r.key.clone(),
-                        value: r.value.clone(),
-                        headers: r.headers.clone(),
+                        key: r.key,
+                        value: r.value,
+                        headers: r.headers,
                     };
                     let again = offset < st.acks.delivered;
                     st.ready.insert(offset, (Arc::new(record), again));
@@ -508,7 +519,11 @@ impl Queue {
             .map(|d| d.offset + 1)
             .max()
             .unwrap_or(0);
-        self.note_delivered(st, mark);
+        // Stored with this round's settlements below: one push to the queue log.
+        let delivered = (mark > st.acks.delivered).then(|| {
+            st.acks.delivered = mark;
+            mark
+        });
         self.note_counts(recounted);
         let mut settled = Vec::new();
         for (k, batch) in rounds.into_iter().enumerate() {
@@ -524,10 +539,14 @@ impl Queue {
                 settled.extend(c.delivered.drain(from..));
             }
         }
-        for o in &settled {
-            st.in_flight.remove(o);
+        for &o in &settled {
+            st.in_flight.remove(&o);
+            st.acks.ack(o);
+            st.counts.remove(&o);
         }
-        self.mark_acked(st, &settled);
+        if let Some(q) = self.queues.upgrade() {
+            q.record_round(&self.name, delivered, &settled);
+        }
         !settled.is_empty()
     }
 

@@ -15,7 +15,7 @@ impl Session {
                 // The held SEND's receipt was answered when it was held; it still asks
                 // for a durable append to a queue.
                 ClientCommand::Send(send) => {
-                    if let Some(append) = self.prepare_send(send, &mut request.receipt)? {
+                    if let Some(mut append) = self.prepare_send(send, &mut request.receipt)? {
                         append.run().await?;
                     }
                 }

@@ -21,7 +21,8 @@ use nagare_core::{AckLevel, CoreError, Partition};
 use crate::command::Send;
 use crate::dest::Dest;
 use crate::error::StompError;
-use crate::message::{MessageHead, KEY_HEADER, SEND_ONLY};
+use crate::headers::Headers;
+use crate::message::{MessageHead, MessageId, KEY_HEADER, SEND_ONLY};
 use crate::session::Session;
 use crate::temp::TempTarget;
 
@@ -51,6 +52,9 @@ impl Target {
         }
     }
 }
+
+/// Size of the chunks replies to temp queues are encoded into.
+const SCRATCH_BYTES: usize = 16 * 1024;
 
 /// Bytes of a record batch's header.
 const BATCH_OVERHEAD: usize = 61;
@@ -121,8 +125,15 @@ impl Append {
         None
     }
 
-    /// Appends; a receipt to a queue waits until the records are durable.
-    pub(crate) async fn run(&self) -> Result<(), StompError> {
+    /// Appends; a receipt to a queue waits until the records are durable. The records
+    /// are handed over (a queue keeps them for its consumers without a copy).
+    pub(crate) async fn run(&mut self) -> Result<(), StompError> {
+        // For the error about a batch too large, which no longer has the records.
+        let body: usize = self
+            .records
+            .iter()
+            .map(|r| r.value.as_ref().map_or(0, |v| v.len()))
+            .sum();
         let res = match &self.target {
             Target::Queue(q) => {
                 let ack = if self.durable {
@@ -130,7 +141,8 @@ impl Append {
                 } else {
                     AckLevel::Leader
                 };
-                q.publish(&self.records, ack).await
+                q.publish_owned(std::mem::take(&mut self.records), ack)
+                    .await
             }
             Target::Partition(p) => p.append_records(&self.records, AckLevel::Leader).await,
             Target::Reply(router) => {
@@ -148,11 +160,7 @@ impl Append {
         match res {
             Ok(_) => Ok(()),
             Err(CoreError::MessageTooLarge { size, limit }) => Err(StompError::TooLarge {
-                body: self
-                    .records
-                    .iter()
-                    .map(|r| r.value.as_ref().map_or(0, |v| v.len()))
-                    .sum(),
+                body,
                 size,
                 limit,
                 topic: self
@@ -201,7 +209,7 @@ impl Session {
                     if router.is_elsewhere(&id) {
                         let reply = Reply {
                             to: id,
-                            headers: reply_headers(headers),
+                            headers: reply_headers(&headers),
                             body,
                         };
                         return Ok(Some(Append::reply(router.clone(), reply, receipt.take())));
@@ -211,7 +219,7 @@ impl Session {
                 Ok(None)
             }
             Dest::Queue(name) => {
-                let queue = self.shared.queues.queue(&name)?;
+                let queue = self.queue_named(&name)?;
                 let durable = receipt.is_some();
                 let record = to_record(&headers, body);
                 Ok(Some(Append::new(
@@ -240,21 +248,48 @@ impl Session {
         }
     }
 
+    /// The queue `name`, the last one this connection sent to kept at hand: an RPC client
+    /// sends every request to the same queue, and the lookup formats the topic name and
+    /// takes the registry's lock. Keeping it changes nothing: a STOMP queue, once
+    /// opened, stays the registry's answer for its name for the broker's life (only
+    /// share-group queues, under other keys, are ever dropped from it).
+    fn queue_named(&mut self, name: &str) -> Result<Arc<Queue>, StompError> {
+        if let Some((last, q)) = &self.last_queue {
+            if last == name {
+                return Ok(q.clone());
+            }
+        }
+        let q = self.shared.queues.queue(name)?;
+        self.last_queue = Some((name.to_string(), q.clone()));
+        Ok(q)
+    }
+
     /// `reply-to:/temp-queue/NAME` becomes `/reply-queue/<id>` of this connection's temp
     /// queue NAME (created on first use), as RabbitMQ does.
-    fn rewrite_reply_to(&mut self, headers: &mut [(String, String)]) {
-        let Some(i) = headers.iter().position(|(k, _)| k == "reply-to") else {
+    fn rewrite_reply_to(&mut self, headers: &mut Headers) {
+        let Some(i) = headers.position("reply-to") else {
             return;
         };
-        let Some(name) = headers[i].1.strip_prefix("/temp-queue/") else {
+        let Some(name) = headers
+            .value(i)
+            .and_then(|v| v.strip_prefix("/temp-queue/"))
+        else {
             return;
         };
         if name.is_empty() {
             return;
         }
+        // Every request of an RPC client names the same temp queue: its rewritten form
+        // is kept rather than formatted per SEND.
+        if let Some(dest) = self.reply_dests.get(name) {
+            headers.set_value(i, dest);
+            return;
+        }
         let name = name.to_string();
-        let id = self.ensure_temp(&name);
-        headers[i].1 = format!("/reply-queue/{id}");
+        self.ensure_temp(&name);
+        if let Some(dest) = self.reply_dests.get(&name) {
+            headers.set_value(i, dest);
+        }
     }
 
     /// The registry id of this connection's temp queue NAME, creating it if needed.
@@ -287,42 +322,52 @@ impl Session {
             )),
         );
         self.temps.insert(name.to_string(), id.clone());
+        self.reply_dests
+            .insert(name.to_string(), format!("/reply-queue/{id}"));
         id
     }
 
-    fn deliver_temp(&self, target: &TempTarget, headers: &[(String, String)], body: &Bytes) {
-        let mut buf = BytesMut::with_capacity(256 + body.len());
-        let id = format!("t-{}", self.next_message_id());
+    fn deliver_temp(&mut self, target: &TempTarget, headers: &Headers, body: &Bytes) {
+        // Encoded into the session's scratch buffer: `split` hands out its front without
+        // a new allocation while the buffer has room (a responder sends a reply per
+        // request, most of them gathered and copied into one write right away, which
+        // frees their part of the buffer for reuse).
+        if self.scratch.capacity() == 0 {
+            // Replies are reserved from chunks of this size (a `BytesMut` grows a shared
+            // buffer back to its first capacity).
+            self.scratch = BytesMut::with_capacity(SCRATCH_BYTES);
+        }
+        self.scratch.reserve(256 + body.len());
+        let id = MessageId::temp(self.next_message_id());
         target
             .head
             .read()
-            .encode_frame(&mut buf, &id, headers, body);
-        target.deliver(buf.freeze());
+            .encode_frame(&mut self.scratch, id.as_str(), headers.iter(), body);
+        let frame = self.scratch.split().freeze();
+        target.deliver(frame);
     }
 }
 
 /// The headers of a reply as they travel to another gateway: what the owner's MESSAGE
 /// shows (a SEND's own headers stay behind, as for a local temp queue).
-fn reply_headers(headers: Vec<(String, String)>) -> Vec<(String, String)> {
+fn reply_headers(headers: &Headers) -> Vec<(String, String)> {
     headers
-        .into_iter()
-        .filter(|(k, _)| !SEND_ONLY.contains(&k.as_str()))
+        .iter()
+        .filter(|(k, _)| !SEND_ONLY.contains(k))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
 }
 
-fn first<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
+fn first<'a>(headers: &'a Headers, name: &str) -> Option<&'a str> {
+    headers.get(name)
 }
 
 /// A SEND as a record: body -> value, `key` -> key, other headers -> record headers.
-fn to_record(headers: &[(String, String)], body: Bytes) -> NewRecord {
+fn to_record(headers: &Headers, body: Bytes) -> NewRecord {
     let mut key = None;
     let mut out = Vec::with_capacity(headers.len());
-    for (k, v) in headers {
-        if SEND_ONLY.contains(&k.as_str()) {
+    for (k, v) in headers.iter() {
+        if SEND_ONLY.contains(&k) {
             continue;
         }
         if k == KEY_HEADER {
@@ -337,7 +382,7 @@ fn to_record(headers: &[(String, String)], body: Bytes) -> NewRecord {
         {
             continue; // the first of a repeated header wins
         }
-        out.push((k.clone(), Some(Bytes::copy_from_slice(v.as_bytes()))));
+        out.push((k.to_string(), Some(Bytes::copy_from_slice(v.as_bytes()))));
     }
     NewRecord {
         key,
@@ -370,10 +415,12 @@ mod tests {
             },
             to_record(
                 &[
-                    ("destination".into(), "/queue/q".into()),
-                    ("a".into(), "b".repeat(1000)),
-                    (KEY_HEADER.into(), "key".into()),
-                ],
+                    ("destination", "/queue/q".to_string()),
+                    ("a", "b".repeat(1000)),
+                    (KEY_HEADER, "key".to_string()),
+                ]
+                .into_iter()
+                .collect(),
                 Bytes::from_static(b"body"),
             ),
         ];
