@@ -3,7 +3,7 @@ producer, then read_committed consume with ConsumerPerformance, against Apache K
 nagare, and the broker's CPU time per record."""
 
 from .common import OUT, BenchError, log, parse_result, run
-from .kafka import PP_RE, consumer_performance_figures, kafka_tool
+from .kafka import PP_RE, RDK_CONSUME_RE, consumer_performance_figures, kafka_tool
 from .model import Row, Section, alternate, fill, measured
 from .servers import Peer
 
@@ -30,6 +30,7 @@ def run_section(ctx) -> Section:
         warm_up(ctx, addr)
         produce_java(ctx, sec, sides, addr, pid)
         consume_read_committed(ctx, sec, sides, addr, pid)
+        consume_read_committed_rdkafka(ctx, sec, sides, addr, pid)
         produce_go(ctx, sec, sides, addr, pid)
         consume_go(ctx, sec, sides, addr, pid)
     finally:
@@ -46,7 +47,9 @@ def run_section(ctx) -> Section:
         "workload, the same loop) costs about 1 s per million, and there the broker sets the pace.",
         "read_committed consume reads the topic the first produce round of the same client wrote (commit "
         "markers included) with `isolation.level=read_committed`; ConsumerPerformance's figure is "
-        "`fetch.nMsg.sec` (after the group join), the franz-go consumer's is records over the whole run.",
+        "`fetch.nMsg.sec` (after the group join); rdkafka_performance (`-X isolation.level=read_committed`, "
+        "partition 0 from the beginning, no group) reads the same topic; the franz-go consumer's figure is "
+        "records over the whole run, connection included.",
         "Before the measured rounds each broker gets one unmeasured transactional ProducerPerformance "
         "run, so Kafka's JIT is warm.",
     ]
@@ -117,6 +120,34 @@ def consume_read_committed(ctx, sec, sides, addr, pid):
         fill(Row("Kafka transactions", wl, "ConsumerPerformance", "throughput", "records/s", "higher",
                  sides["peer"], goal=1.5, goal_text="≥ 1.5×"), res, "rate"),
         fill(Row("Kafka transactions", wl, "ConsumerPerformance", "broker CPU per record", "µs", "lower",
+                 sides["peer"]), res, "cpu_us"),
+    ]
+
+
+def consume_read_committed_rdkafka(ctx, sec, sides, addr, pid):
+    if ctx.rdkafka_perf is None:
+        sec.problems.append("rdkafka_performance could not be built: its read_committed row is missing")
+        return
+    n = ctx.n(1_000_000, 50_000)
+
+    def one(side, r):
+        cmd = [ctx.rdkafka_perf, "-C", "-t", f"txn-pp-{side}-0", "-p", 0, "-o", "beginning", "-c", n,
+               "-b", addr[side], "-X", "isolation.level=read_committed"]
+        if r == 0:
+            ctx.record_commands(sec, "rdkafka_performance read_committed", {sides[side]: cmd})
+        out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"rc-rdk-{side}"))
+        m = RDK_CONSUME_RE.findall(out)
+        if not m or int(m[-1][0]) < n:
+            raise BenchError("rdkafka_performance consumed too little:\n" + out[-500:])
+        return {"rate": float(m[-1][3]), "cpu_us": cpu * 1e6 / n}
+
+    log(f"read_committed consume: rdkafka_performance, {n:,} records, {ctx.rounds} rounds")
+    res = alternate(ctx.rounds, "read_committed consume (rdkafka)", sides, one)
+    wl = f"read_committed consume 100 B ({n:,} records)"
+    sec.rows += [
+        fill(Row("Kafka transactions", wl, "rdkafka_performance", "throughput", "records/s", "higher",
+                 sides["peer"], goal=1.5, goal_text="≥ 1.5×"), res, "rate"),
+        fill(Row("Kafka transactions", wl, "rdkafka_performance", "broker CPU per record", "µs", "lower",
                  sides["peer"]), res, "cpu_us"),
     ]
 

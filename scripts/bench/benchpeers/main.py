@@ -124,7 +124,7 @@ def build_tools(a) -> Ctx:
     log("building the Go client (scripts/bench/go)")
     run(["go", "build", "-o", go_bin, "."], 1800, what="go-build", cwd=ROOT / "scripts" / "bench" / "go")
     ctx = Ctx(rounds=a.rounds, quick=a.quick, nagare=Nagare(a.nagare_bin), nagare_bin=a.nagare_bin, go_client=go_bin)
-    if "kafka" in a.selected:
+    if "kafka" in a.selected or "kafka-txn" in a.selected:
         log("building rdkafka_performance (scripts/bench/build-rdkafka-performance)")
         try:
             out = run([ROOT / "scripts" / "bench" / "build-rdkafka-performance"], 3600, what="rdkafka-build")

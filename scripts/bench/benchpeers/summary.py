@@ -23,7 +23,7 @@ PICKS = [
     ("kafka-txn", "transactional produce", "throughput", "ProducerPerformance"),
     ("kafka-txn", "transactional produce", "throughput", "Go: franz-go"),
     ("kafka-txn", "read_committed consume", "throughput", "ConsumerPerformance"),
-    ("kafka-txn", "read_committed consume", "throughput", "Go: franz-go"),
+    ("kafka-txn", "read_committed consume", "throughput", "rdkafka_performance"),
     ("rpc", "request/reply pipelined, c = 1 ", "throughput", None),
     ("rpc", "request/reply pipelined, c = 64 ", "throughput", None),
     ("rpc", "request/reply lock-step, c = 1 ", "round trip p50", None),
