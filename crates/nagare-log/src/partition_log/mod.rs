@@ -94,13 +94,21 @@ pub struct PartitionLog {
     published: Mutex<Published>,
     start_offset: AtomicI64,
     flushed: AtomicI64,
-    sync_lock: Mutex<()>,
+    /// Serialises fsyncs (group commit). A std mutex, not parking_lot's: its waiters
+    /// queue for a whole fsync (a millisecond), and parking_lot's spin-then-yield before
+    /// parking cost several `sched_yield` calls per waiter for nothing.
+    sync_lock: std::sync::Mutex<()>,
     /// Rolled segments whose data and indexes still need an fsync.
     unsynced: Mutex<Vec<Arc<Segment>>>,
     /// A segment file was created or removed since the last directory fsync.
     dir_dirty: AtomicBool,
     /// Every segment below this base is fsynced (what `RECOVERY_POINT_FILE` holds).
     recovery_point: AtomicI64,
+    /// A segment base the recovery point could not move to (no snapshot of the open
+    /// transactions there, and no checkpoint): asking again at every fsync would only
+    /// repeat the failed lookup (one `openat` per fsync), and the answer cannot change
+    /// until the next roll brings a new base with its snapshot.
+    no_checkpoint_at: AtomicI64,
     /// Something may have changed on disk since everything was last known durable (a
     /// clean open or close): when false, `close` has nothing to fsync.
     changed: AtomicBool,

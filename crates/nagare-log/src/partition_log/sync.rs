@@ -9,13 +9,21 @@ use crate::storage::OpenMode;
 use crate::LogError;
 
 impl PartitionLog {
+    /// Takes the fsync lock. It guards no data, so a panic while it was held leaves
+    /// nothing inconsistent behind it: a poisoned lock is simply taken.
+    pub(super) fn sync_guard(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.sync_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Group commit: returns once every offset below `offset` is fsynced. Callers that
     /// arrive while an fsync runs are covered by the next single fsync.
     pub fn sync_to(&self, offset: i64) -> Result<(), LogError> {
         if self.flushed_offset() >= offset {
             return Ok(());
         }
-        let _s = self.sync_lock.lock();
+        let _s = self.sync_guard();
         if self.flushed_offset() >= offset {
             return Ok(());
         }
@@ -66,10 +74,14 @@ impl PartitionLog {
             // The open transactions as of that base, before the recovery point that
             // makes an unclean restart rescan only from there.
             if seg.base > self.recovery_point.load(Ordering::Acquire)
-                && self.checkpoint_transactions_at(seg.base)?
+                && seg.base != self.no_checkpoint_at.load(Ordering::Acquire)
             {
-                self.write_offset_file(RECOVERY_POINT_FILE, seg.base)?;
-                self.recovery_point.store(seg.base, Ordering::Release);
+                if self.checkpoint_transactions_at(seg.base)? {
+                    self.write_offset_file(RECOVERY_POINT_FILE, seg.base)?;
+                    self.recovery_point.store(seg.base, Ordering::Release);
+                } else {
+                    self.no_checkpoint_at.store(seg.base, Ordering::Release);
+                }
             }
         }
         self.flushed.fetch_max(end, Ordering::AcqRel);
@@ -80,7 +92,7 @@ impl PartitionLog {
     pub fn flush(&self) -> Result<(), LogError> {
         let active = self.writer.lock().active.clone();
         self.persist_indexes(&active, false)?;
-        let _s = self.sync_lock.lock();
+        let _s = self.sync_guard();
         self.sync_now()
     }
 
@@ -109,7 +121,7 @@ impl PartitionLog {
         if self.changed.load(Ordering::Acquire) {
             self.persist_indexes(&w.active, true)?;
             {
-                let _s = self.sync_lock.lock();
+                let _s = self.sync_guard();
                 self.sync_now()?;
             }
             w.active

@@ -15,7 +15,7 @@ impl PartitionLog {
     pub fn truncate_to(&self, offset: i64) -> Result<(), LogError> {
         let mut w = self.writer.lock();
         self.changed.store(true, Ordering::Release);
-        let _s = self.sync_lock.lock();
+        let _s = self.sync_guard();
         let p = self.published();
         if offset >= p.end_offset {
             return Ok(());

@@ -201,6 +201,9 @@ impl PartitionLog {
         }
         let stable = state.stable_offset(end);
         *self.txn.lock() = state;
+        // The rescan took fresh snapshots: a base refused before may have one now.
+        self.no_checkpoint_at
+            .store(i64::MIN, std::sync::atomic::Ordering::Release);
         Ok(stable)
     }
 }
