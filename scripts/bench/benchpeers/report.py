@@ -46,8 +46,8 @@ def write(results: dict, md_path: Path, chart_dir: Path):
          "*advantage* is nagare's figure over the peer's in the **same round** (peer's over nagare's for "
          "latencies and CPU), so > 1× always means nagare did better; its median and every round's value "
          "are given. A run against a peer that could not be installed is reported, not hidden.", "",
-         "**Caveat: a shared, noisy machine.** These runs share 2 cores with other work (builds, tests, other "
-         "brokers): load average " + "; ".join(f"{s.key} {s.load}" for s in sections if s.load)
+         "**Caveat: a small, shared machine.** The client, the broker under test and whatever else runs on "
+         "this virtual machine share 2 cores; the load average before → after each section was " + "; ".join(f"{s.key} {s.load}" for s in sections if s.load)
          + ". Absolute figures move by ±30 % or more between runs; ratios from one round are steadier than "
          "absolutes, and medians of several rounds steadier still. Do not compare these numbers with other "
          "machines.", "",
