@@ -34,7 +34,8 @@ impl<'a> FrameWriter<'a> {
     pub fn body(self, body: &[u8], with_length: bool) {
         if with_length {
             self.out.put_slice(b"content-length:");
-            put_decimal(self.out, body.len());
+            self.out
+                .put_slice(itoa::Buffer::new().format(body.len()).as_bytes());
             self.out.put_u8(b'\n');
         }
         self.out.put_u8(b'\n');
@@ -67,21 +68,6 @@ impl<'a> FrameWriter<'a> {
             }
         }
     }
-}
-
-/// Decimal digits without a temporary String (this runs once per MESSAGE).
-fn put_decimal(out: &mut BytesMut, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.put_slice(&digits[i..]);
 }
 
 /// Encodes a whole [`Frame`]; a body (or a SEND/MESSAGE) gets a `content-length`.

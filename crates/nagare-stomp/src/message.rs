@@ -23,7 +23,7 @@ const RESERVED: &[&str] = &[
 /// A delivery count as text without a heap allocation.
 fn itoa_i16(n: i16) -> MessageId {
     let mut id = MessageId::empty();
-    id.put_number(i128::from(n));
+    id.put_number(n);
     id
 }
 
@@ -45,18 +45,18 @@ impl MessageId {
     pub(crate) fn temp(n: u64) -> MessageId {
         let mut id = MessageId::empty();
         id.put(b"t-");
-        id.put_number(n as i128);
+        id.put_number(n);
         id
     }
 
     /// `<connection>-<subscription>-<offset>`: a queue message, all an ACK needs.
     pub(crate) fn queue(conn: u64, sub: u64, offset: i64) -> MessageId {
         let mut id = MessageId::empty();
-        id.put_number(conn as i128);
+        id.put_number(conn);
         id.put(b"-");
-        id.put_number(sub as i128);
+        id.put_number(sub);
         id.put(b"-");
-        id.put_number(offset as i128);
+        id.put_number(offset);
         id
     }
 
@@ -76,22 +76,8 @@ impl MessageId {
     }
 
     /// Decimal, with a sign if negative (three 64-bit numbers always fit).
-    fn put_number(&mut self, n: i128) {
-        if n < 0 {
-            self.put(b"-");
-        }
-        let mut n = n.unsigned_abs();
-        let mut digits = [0u8; 40];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.put(&digits[i..]);
+    fn put_number(&mut self, n: impl itoa::Integer) {
+        self.put(itoa::Buffer::new().format(n).as_bytes());
     }
 
     pub(crate) fn as_str(&self) -> &str {

@@ -107,20 +107,14 @@ async fn bench(args: FanoutArgs) -> anyhow::Result<()> {
         conn.name, conn.addr, args.messages, args.size, args.subscribers, args.receipt_every
     );
     let bar = report::progress(deliveries, "deliveries");
-    let ticker = {
-        let (shared, bar) = (shared.clone(), bar.clone());
-        tokio::spawn(async move {
-            loop {
-                bar.set_position(shared.delivered.load(Ordering::Relaxed));
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        })
-    };
     let run = run_all(&args, &topic, &shared, subscribers, producer);
-    let outcome = tokio::time::timeout(Duration::from_secs(args.timeout_secs), run).await;
-    ticker.abort();
-    bar.set_position(shared.delivered.load(Ordering::Relaxed));
-    bar.finish();
+    let delivered = shared.clone();
+    let outcome = report::follow(
+        &bar,
+        move || delivered.delivered.load(Ordering::Relaxed),
+        tokio::time::timeout(Duration::from_secs(args.timeout_secs), run),
+    )
+    .await;
     let latency = outcome.map_err(|_| {
         anyhow::anyhow!(
             "fanout run not finished after {} s; {} of {} deliveries",

@@ -147,20 +147,14 @@ async fn bench(args: QueueArgs) -> anyhow::Result<()> {
         conn.name, conn.addr, args.messages, args.size, args.producers, args.window, args.consumers
     );
     let bar = report::progress(args.messages, "messages");
-    let ticker = {
-        let (shared, bar) = (shared.clone(), bar.clone());
-        tokio::spawn(async move {
-            loop {
-                bar.set_position(shared.delivered.load(Ordering::Relaxed));
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        })
-    };
     let run = run_all(&args, &queue, &shared, consumers, producers);
-    let outcome = tokio::time::timeout(Duration::from_secs(args.timeout_secs), run).await;
-    ticker.abort();
-    bar.set_position(shared.delivered.load(Ordering::Relaxed));
-    bar.finish();
+    let delivered = shared.clone();
+    let outcome = report::follow(
+        &bar,
+        move || delivered.delivered.load(Ordering::Relaxed),
+        tokio::time::timeout(Duration::from_secs(args.timeout_secs), run),
+    )
+    .await;
     let (delivery, receipt) = outcome.map_err(|_| {
         anyhow::anyhow!(
             "queue run not finished after {} s; {} of {} messages receipted, {} delivered",

@@ -18,6 +18,30 @@ pub(crate) fn progress(total: u64, what: &str) -> ProgressBar {
     bar
 }
 
+/// Awaits `run` while the bar follows `count` every 100 ms, then finishes the bar at the
+/// final count.
+pub(crate) async fn follow<T>(
+    bar: &ProgressBar,
+    count: impl Fn() -> u64 + Send + Sync + 'static,
+    run: impl std::future::Future<Output = T>,
+) -> T {
+    let count = std::sync::Arc::new(count);
+    let ticker = {
+        let (bar, count) = (bar.clone(), count.clone());
+        tokio::spawn(async move {
+            loop {
+                bar.set_position(count());
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
+    let out = run.await;
+    ticker.abort();
+    bar.set_position(count());
+    bar.finish();
+    out
+}
+
 /// Latencies in microseconds, 1 µs .. 100 s at 3 significant digits.
 pub(crate) fn latency_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 100_000_000, 3).expect("valid histogram bounds")
