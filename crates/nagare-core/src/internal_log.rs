@@ -147,9 +147,12 @@ pub struct InternalLog<O: InternalOp> {
     room: Notify,
 }
 
+/// Who waits for a push to be written (and, if durable, fsynced).
+type Waiter = oneshot::Sender<Result<(), CoreError>>;
+
 struct Queued<O> {
     ops: Vec<O>,
-    waiters: Vec<oneshot::Sender<Result<(), CoreError>>>,
+    waiters: Vec<Waiter>,
     durable: bool,
 }
 
@@ -256,29 +259,37 @@ impl<O: InternalOp> InternalLog<O> {
     /// `durable`, the ticket resolves only once they are fsynced.
     pub fn push(&self, ops: impl IntoIterator<Item = O>, durable: bool) -> Ticket {
         let (tx, rx) = oneshot::channel();
-        let mut q = self.queue.lock();
-        if self.closed.load(Ordering::Acquire) {
+        if let Err(Some(tx)) = self.enqueue(ops, Some(tx), durable) {
             let _ = tx.send(Err(CoreError::ShuttingDown));
-            return Ticket(rx);
         }
-        q.ops.extend(ops);
-        q.waiters.push(tx);
-        q.durable |= durable;
-        drop(q);
-        self.wake.notify_one();
         Ticket(rx)
     }
 
     /// [`InternalLog::push`] for ops nobody waits for (not durable): no ticket, so no
     /// channel allocated per push (queues push after every dispatch round).
     pub fn push_detached(&self, ops: impl IntoIterator<Item = O>) {
+        // A closed log drops them, as `push` does (its ticket then says so).
+        let _ = self.enqueue(ops, None, false);
+    }
+
+    /// Adds `ops` (and their waiter) to the queue and wakes the writer; hands the waiter
+    /// back when the log is closed.
+    fn enqueue(
+        &self,
+        ops: impl IntoIterator<Item = O>,
+        waiter: Option<Waiter>,
+        durable: bool,
+    ) -> Result<(), Option<Waiter>> {
         let mut q = self.queue.lock();
         if self.closed.load(Ordering::Acquire) {
-            return;
+            return Err(waiter);
         }
         q.ops.extend(ops);
+        q.waiters.extend(waiter);
+        q.durable |= durable;
         drop(q);
         self.wake.notify_one();
+        Ok(())
     }
 
     /// Waits while the writer is far behind (more than `MAX_QUEUED_OPS` queued): what

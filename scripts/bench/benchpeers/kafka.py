@@ -37,6 +37,14 @@ def consumer_performance_figures(out: str, n: int) -> dict:
     return vals
 
 
+def rdkafka_consume_rate(out: str, n: int) -> float:
+    """rdkafka_performance -C's messages per second; fails when it read fewer than n."""
+    m = RDK_CONSUME_RE.findall(out)
+    if not m or int(m[-1][0]) < n:
+        raise BenchError("rdkafka_performance consumed too little:\n" + out[-500:])
+    return float(m[-1][3])
+
+
 def run_section(ctx) -> Section:
     peer = Peer("kafka", "Apache Kafka")
     peer.label = f"Apache Kafka {peer.version()}"
@@ -179,10 +187,7 @@ def consume(ctx, sec, sides, addr, pid):
         if r == 0:
             ctx.record_commands(sec, "rdkafka_performance consume 100 B", {sides[side]: cmd})
         out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"rdk-consume-{side}"))
-        m = RDK_CONSUME_RE.findall(out)
-        if not m or int(m[-1][0]) < n:
-            raise BenchError("rdkafka_performance consumed too little:\n" + out[-500:])
-        return {"rate": float(m[-1][3]), "cpu_us": cpu * 1e6 / n}
+        return {"rate": rdkafka_consume_rate(out, n), "cpu_us": cpu * 1e6 / n}
 
     log(f"consume 100 B: rdkafka_performance, {n:,} records, {ctx.rounds} rounds")
     res = alternate(ctx.rounds, "consume 100 B (rdkafka)", sides, rdk)

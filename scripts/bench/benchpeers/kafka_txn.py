@@ -3,7 +3,7 @@ producer, then read_committed consume with ConsumerPerformance, against Apache K
 nagare, and the broker's CPU time per record."""
 
 from .common import OUT, BenchError, log, parse_result, run
-from .kafka import PP_RE, RDK_CONSUME_RE, consumer_performance_figures, kafka_tool
+from .kafka import PP_RE, consumer_performance_figures, kafka_tool, rdkafka_consume_rate
 from .model import Row, Section, alternate, fill, measured
 from .servers import Peer
 
@@ -56,6 +56,17 @@ def run_section(ctx) -> Section:
     return sec
 
 
+def rows(wl, client, peer, res, latency=False):
+    """A workload's rows: throughput (goal ≥ 1.5×), p99 latency if measured, broker CPU."""
+    out = [fill(Row("Kafka transactions", wl, client, "throughput", "records/s", "higher", peer, goal=1.5,
+                    goal_text="≥ 1.5×"), res, "rate")]
+    if latency:
+        out.append(fill(Row("Kafka transactions", wl, client, "latency p99", "ms", "lower", peer), res, "p99_ms"))
+    out.append(fill(Row("Kafka transactions", wl, client, "broker CPU per record", "µs", "lower", peer),
+                    res, "cpu_us"))
+    return out
+
+
 def transactional_pp(addr, topic, n):
     return kafka_tool("ProducerPerformance", "--topic", topic, "--num-records", n, "--record-size", 100,
                       "--throughput", -1, "--transactional-id", f"tx-{topic}", "--transaction-duration-ms",
@@ -87,14 +98,7 @@ def produce_java(ctx, sec, sides, addr, pid):
     log(f"{label}: ProducerPerformance, {n:,} records, {ctx.rounds} rounds")
     res = alternate(ctx.rounds, label, sides, one)
     wl = f"{label}, commit every {TXN_MS} ms ({n:,} records)"
-    sec.rows += [
-        fill(Row("Kafka transactions", wl, "ProducerPerformance", "throughput", "records/s", "higher",
-                 sides["peer"], goal=1.5, goal_text="≥ 1.5×"), res, "rate"),
-        fill(Row("Kafka transactions", wl, "ProducerPerformance", "latency p99", "ms", "lower", sides["peer"]),
-             res, "p99_ms"),
-        fill(Row("Kafka transactions", wl, "ProducerPerformance", "broker CPU per record", "µs", "lower",
-                 sides["peer"]), res, "cpu_us"),
-    ]
+    sec.rows += rows(wl, "ProducerPerformance", sides["peer"], res, latency=True)
 
 
 def consume_read_committed(ctx, sec, sides, addr, pid):
@@ -116,12 +120,7 @@ def consume_read_committed(ctx, sec, sides, addr, pid):
     log(f"read_committed consume: ConsumerPerformance, {n:,} records, {ctx.rounds} rounds")
     res = alternate(ctx.rounds, "read_committed consume", sides, one)
     wl = f"read_committed consume 100 B ({n:,} records)"
-    sec.rows += [
-        fill(Row("Kafka transactions", wl, "ConsumerPerformance", "throughput", "records/s", "higher",
-                 sides["peer"], goal=1.5, goal_text="≥ 1.5×"), res, "rate"),
-        fill(Row("Kafka transactions", wl, "ConsumerPerformance", "broker CPU per record", "µs", "lower",
-                 sides["peer"]), res, "cpu_us"),
-    ]
+    sec.rows += rows(wl, "ConsumerPerformance", sides["peer"], res)
 
 
 def consume_read_committed_rdkafka(ctx, sec, sides, addr, pid):
@@ -136,20 +135,12 @@ def consume_read_committed_rdkafka(ctx, sec, sides, addr, pid):
         if r == 0:
             ctx.record_commands(sec, "rdkafka_performance read_committed", {sides[side]: cmd})
         out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"rc-rdk-{side}"))
-        m = RDK_CONSUME_RE.findall(out)
-        if not m or int(m[-1][0]) < n:
-            raise BenchError("rdkafka_performance consumed too little:\n" + out[-500:])
-        return {"rate": float(m[-1][3]), "cpu_us": cpu * 1e6 / n}
+        return {"rate": rdkafka_consume_rate(out, n), "cpu_us": cpu * 1e6 / n}
 
     log(f"read_committed consume: rdkafka_performance, {n:,} records, {ctx.rounds} rounds")
     res = alternate(ctx.rounds, "read_committed consume (rdkafka)", sides, one)
     wl = f"read_committed consume 100 B ({n:,} records)"
-    sec.rows += [
-        fill(Row("Kafka transactions", wl, "rdkafka_performance", "throughput", "records/s", "higher",
-                 sides["peer"], goal=1.5, goal_text="≥ 1.5×"), res, "rate"),
-        fill(Row("Kafka transactions", wl, "rdkafka_performance", "broker CPU per record", "µs", "lower",
-                 sides["peer"]), res, "cpu_us"),
-    ]
+    sec.rows += rows(wl, "rdkafka_performance", sides["peer"], res)
 
 
 def produce_go(ctx, sec, sides, addr, pid):
@@ -169,14 +160,7 @@ def produce_go(ctx, sec, sides, addr, pid):
     log(f"{label}: Go client (franz-go), {n:,} records, {ctx.rounds} rounds")
     res = alternate(ctx.rounds, label + " (franz-go)", sides, one)
     wl = f"{label}, commit every {TXN_MS} ms ({n:,} records)"
-    sec.rows += [
-        fill(Row("Kafka transactions", wl, "Go: franz-go", "throughput", "records/s", "higher", sides["peer"],
-                 goal=1.5, goal_text="≥ 1.5×"), res, "rate"),
-        fill(Row("Kafka transactions", wl, "Go: franz-go", "latency p99", "ms", "lower", sides["peer"]),
-             res, "p99_ms"),
-        fill(Row("Kafka transactions", wl, "Go: franz-go", "broker CPU per record", "µs", "lower",
-                 sides["peer"]), res, "cpu_us"),
-    ]
+    sec.rows += rows(wl, "Go: franz-go", sides["peer"], res, latency=True)
 
 
 def consume_go(ctx, sec, sides, addr, pid):
@@ -196,9 +180,4 @@ def consume_go(ctx, sec, sides, addr, pid):
     log(f"read_committed consume: Go client (franz-go), {n:,} records, {ctx.rounds} rounds")
     res = alternate(ctx.rounds, "read_committed consume (franz-go)", sides, one)
     wl = f"read_committed consume 100 B ({n:,} records)"
-    sec.rows += [
-        fill(Row("Kafka transactions", wl, "Go: franz-go", "throughput", "records/s", "higher", sides["peer"],
-                 goal=1.5, goal_text="≥ 1.5×"), res, "rate"),
-        fill(Row("Kafka transactions", wl, "Go: franz-go", "broker CPU per record", "µs", "lower",
-                 sides["peer"]), res, "cpu_us"),
-    ]
+    sec.rows += rows(wl, "Go: franz-go", sides["peer"], res)
