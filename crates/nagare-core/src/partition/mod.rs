@@ -12,6 +12,7 @@ mod delete_records;
 mod records;
 mod remote;
 mod sequence;
+mod syncer;
 mod txn;
 
 use std::sync::Arc;
@@ -52,6 +53,8 @@ pub struct Partition {
     /// The last stable offset, for read-committed readers waiting for data.
     stable_offset: watch::Sender<i64>,
     appends: append::AppendQueue,
+    /// Waiters for an fsync, and the one thread running them (group commit).
+    syncer: Arc<syncer::Syncer>,
     producers: sequence::ProducerStates,
     /// Records and bytes in (counted by the append path) and out (reported by the front
     /// ends), into the broker's totals and the topic's counters.
@@ -91,6 +94,7 @@ impl Partition {
             end_offset,
             stable_offset,
             appends: append::AppendQueue::default(),
+            syncer: Default::default(),
             producers: sequence::ProducerStates::default(),
             meter,
             codec: codec::TopicCodec::default(),

@@ -39,6 +39,7 @@ impl Partition {
             end_offset,
             stable_offset,
             appends: append::AppendQueue::default(),
+            syncer: Default::default(),
             producers: sequence::ProducerStates::default(),
             meter,
             codec: codec::TopicCodec::default(),
