@@ -36,11 +36,14 @@ pub(crate) const KEY_HEADER: &str = "key";
 /// A message id formatted on the stack: one is made per MESSAGE, and a `format!`
 /// per message showed up among the allocations of the RPC path.
 pub(crate) struct MessageId {
-    buf: [u8; 64],
+    buf: [u8; MessageId::MAX_LEN],
     len: usize,
 }
 
 impl MessageId {
+    /// The longest id: what the stack buffer holds.
+    pub(crate) const MAX_LEN: usize = 64;
+
     /// `t-<n>`: a temp-queue message (never acknowledged, only unique).
     pub(crate) fn temp(n: u64) -> MessageId {
         let mut id = MessageId::empty();
@@ -62,7 +65,7 @@ impl MessageId {
 
     fn empty() -> MessageId {
         MessageId {
-            buf: [0; 64],
+            buf: [0; MessageId::MAX_LEN],
             len: 0,
         }
     }
@@ -129,6 +132,26 @@ impl MessageHead {
             w.header(KEY_HEADER, &String::from_utf8_lossy(key));
         }
         w.body(record.value.as_deref().unwrap_or_default(), true);
+    }
+
+    /// About the bytes [`encode_record`](Self::encode_record) writes for `record` with a
+    /// message id of up to `id_len` bytes (escapes aside), to size a buffer once.
+    pub(crate) fn frame_size_estimate(&self, id_len: usize, record: &Record) -> usize {
+        // Command, header names, separators, content-length digits and the NUL.
+        const FIXED: usize = 96;
+        let ids = if self.ack_header { 2 * id_len } else { id_len };
+        let headers: usize = record
+            .headers
+            .iter()
+            .map(|(k, v)| k.len() + v.as_ref().map_or(0, |v| v.len()) + 2)
+            .sum();
+        FIXED
+            + self.destination.len()
+            + self.subscription.len()
+            + ids
+            + headers
+            + record.key.as_ref().map_or(0, |k| k.len() + 16)
+            + record.value.as_ref().map_or(0, |v| v.len())
     }
 
     /// A SEND's headers and body as a MESSAGE (temp queues: no log in between).

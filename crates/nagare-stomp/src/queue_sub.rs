@@ -25,7 +25,7 @@ impl QueueSink for StompQueueSink {
     fn deliver(&self, deliveries: Vec<Delivery>) -> bool {
         let size: usize = deliveries
             .iter()
-            .map(|d| 256 + d.record.value.as_ref().map_or(0, |v| v.len()))
+            .map(|d| self.head.frame_size_estimate(MessageId::MAX_LEN, &d.record))
             .sum();
         let mut buf = BytesMut::with_capacity(size);
         let mut acks = Vec::new();

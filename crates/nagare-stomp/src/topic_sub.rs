@@ -76,8 +76,10 @@ async fn follow(
 ) -> Result<(), CoreError> {
     let mut changes = partition.subscribe();
     let mut buf = BytesMut::new();
-    let topic = partition.topic().to_string();
-    let index = partition.index();
+    // Message ids are `topic@partition:offset`: the prefix is written once, and each
+    // record only rewrites the offset after it.
+    let mut id = format!("{}@{}:", partition.topic(), partition.index());
+    let prefix = id.len();
     loop {
         if offset >= partition.log_end_offset() {
             if changes.changed().await.is_err() || out.is_closed() {
@@ -92,8 +94,17 @@ async fn follow(
         // Undecodable batches are skipped by the core's reader (one policy for every
         // reader), so a subscription never dies on one bad batch.
         let read = partition.read_records(offset, room.len() as u64).await?;
+        // The whole round's frames in one allocation: grown put by put, the buffer was
+        // reallocated and copied several times a round, for every subscriber.
+        let wanted: usize = read
+            .records
+            .iter()
+            .map(|r| head.frame_size_estimate(prefix + 20, r))
+            .sum();
+        buf.reserve(wanted);
         for r in &read.records {
-            let id = format!("{topic}@{index}:{}", r.offset);
+            id.truncate(prefix);
+            id.push_str(itoa::Buffer::new().format(r.offset));
             head.encode_record(&mut buf, &id, Some(false), None, r);
         }
         if !read.records.is_empty() {
