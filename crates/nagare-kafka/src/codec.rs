@@ -63,6 +63,10 @@ pub(crate) struct ParsedRequest {
     pub version: i16,
     pub header: RequestHeader,
     pub body: Bytes,
+    /// Another complete request came in the same read right behind this one: a Produce
+    /// then lets the connection's following requests queue their batches before it
+    /// appends, so they go out in one write (`Partition::append_batches_together`).
+    pub followed: bool,
 }
 
 impl ParsedRequest {
@@ -110,6 +114,7 @@ pub(crate) fn decode_header(
         version: head.version,
         header,
         body: frame,
+        followed: false,
     })
 }
 

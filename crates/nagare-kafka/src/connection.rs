@@ -88,7 +88,9 @@ pub(crate) async fn run(
                 // The body is still arriving (its size was checked above).
                 _ => break,
             };
-            let (pending, overlaps) = start(&state, &session, frame, lease.take());
+            let followed = matches!(codec::peek_frame_size(&inbuf, limit),
+                Ok(Some(size)) if inbuf.len() >= 4 + size);
+            let (pending, overlaps) = start(&state, &session, frame, followed, lease.take());
             if !overlaps {
                 // Everything but Produce runs alone, after what came before it.
                 finish(&mut inflight, &mut out, &mut stream).await?;
@@ -175,6 +177,7 @@ fn start(
     state: &Arc<KafkaState>,
     session: &Arc<Session>,
     frame: Bytes,
+    followed: bool,
     lease: Option<Lease>,
 ) -> (Pending, bool) {
     let ready = |correlation_id, header_v1, reply| -> Pending {
@@ -184,7 +187,7 @@ fn start(
             reply,
         }))
     };
-    let (handler, req) = match handlers::route(frame) {
+    let (handler, mut req) = match handlers::route(frame) {
         Ok(routed) => routed,
         Err(RequestError::UnsupportedVersion {
             key,
@@ -203,6 +206,7 @@ fn start(
         }
         Err(e) => return (ready(0, false, Err(refused(e))), false),
     };
+    req.followed = followed;
     let correlation_id = req.correlation_id();
     session.saw_client_id(req.header.client_id.as_deref());
     let timer = RequestTimer::start(req.api_key, req.version);

@@ -134,6 +134,7 @@ async fn handle(
                                 p.records,
                                 ack,
                                 transactional_id.map(|t| &**t),
+                                req.followed,
                             )
                             .await
                         }
@@ -193,6 +194,7 @@ async fn produce_partition(
     records: Option<Bytes>,
     ack: AckLevel,
     transactional_id: Option<&str>,
+    followed: bool,
 ) -> Outcome {
     if internal_topics::is_internal(topic) {
         return Outcome::error(
@@ -258,7 +260,13 @@ async fn produce_partition(
         .collect();
     let mut base_offset = -1;
     let mut log_append_time = -1;
-    for answer in partition.append_batches(batches, ack).await {
+    // With more requests right behind this one, they queue first and share its write.
+    let answers = if followed {
+        partition.append_batches_together(batches, ack).await
+    } else {
+        partition.append_batches(batches, ack).await
+    };
+    for answer in answers {
         match answer {
             Ok(info) => {
                 if base_offset < 0 {

@@ -65,6 +65,7 @@ pub(super) async fn call<Req: Encodable, Resp: Decodable>(
         version,
         header: RequestHeader::default().with_client_id(Some(str_bytes("test"))),
         body: b.freeze(),
+        followed: false,
     };
     let handler = lookup(key as i16).expect("handler");
     assert!(handler.accepts(version), "{key:?} v{version}");

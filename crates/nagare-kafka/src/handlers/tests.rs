@@ -372,6 +372,7 @@ async fn every_handler_answers_every_accepted_version() {
                 version,
                 header: RequestHeader::default().with_request_api_key(h.key as i16),
                 body,
+                followed: false,
             };
             let reply = (h.call)(
                 state.clone(),
@@ -409,6 +410,7 @@ async fn every_handler_answers_refusals_at_every_accepted_version() {
                 version,
                 header: RequestHeader::default().with_request_api_key(h.key as i16),
                 body,
+                followed: false,
             };
             let reply = (h.call)(state.clone(), nobody.clone(), req)
                 .await
@@ -428,6 +430,7 @@ async fn produce_then_fetch_returns_the_batch() {
         version: 9,
         header: RequestHeader::default(),
         body: request(&state, ApiKey::Produce, 9).unwrap(),
+        followed: false,
     };
     let mut b = flatten(
         (produce.call)(
@@ -446,6 +449,7 @@ async fn produce_then_fetch_returns_the_batch() {
         version: 12,
         header: RequestHeader::default(),
         body: request(&state, ApiKey::Fetch, 12).unwrap(),
+        followed: false,
     };
     let mut b = flatten(
         (fetch.call)(
@@ -498,6 +502,7 @@ async fn produce_batch(state: &Arc<KafkaState>, batch: Bytes) -> (i16, i64) {
         version,
         header: RequestHeader::default(),
         body: body(&req, version),
+        followed: false,
     };
     let mut b = flatten(
         (super::lookup(ApiKey::Produce as i16).unwrap().call)(
@@ -525,6 +530,7 @@ async fn init_producer_id(state: &Arc<KafkaState>, current: Option<(i64, i16)>) 
         version,
         header: RequestHeader::default(),
         body: body(&req, version),
+        followed: false,
     };
     let mut b = flatten(
         (super::lookup(ApiKey::InitProducerId as i16).unwrap().call)(
