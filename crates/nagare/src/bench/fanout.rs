@@ -112,7 +112,8 @@ async fn bench(args: FanoutArgs) -> anyhow::Result<()> {
     let outcome = report::follow(
         &bar,
         move || delivered.delivered.load(Ordering::Relaxed),
-        tokio::time::timeout(Duration::from_secs(args.timeout_secs), run),
+        Duration::from_secs(args.timeout_secs),
+        run,
     )
     .await;
     let latency = outcome.map_err(|_| {

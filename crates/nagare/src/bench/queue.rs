@@ -152,7 +152,8 @@ async fn bench(args: QueueArgs) -> anyhow::Result<()> {
     let outcome = report::follow(
         &bar,
         move || delivered.delivered.load(Ordering::Relaxed),
-        tokio::time::timeout(Duration::from_secs(args.timeout_secs), run),
+        Duration::from_secs(args.timeout_secs),
+        run,
     )
     .await;
     let (delivery, receipt) = outcome.map_err(|_| {

@@ -18,13 +18,14 @@ pub(crate) fn progress(total: u64, what: &str) -> ProgressBar {
     bar
 }
 
-/// Awaits `run` while the bar follows `count` every 100 ms, then finishes the bar at the
-/// final count.
+/// Awaits `run` for at most `limit` while the bar follows `count` every 100 ms, then
+/// finishes the bar at the final count.
 pub(crate) async fn follow<T>(
     bar: &ProgressBar,
     count: impl Fn() -> u64 + Send + Sync + 'static,
+    limit: Duration,
     run: impl std::future::Future<Output = T>,
-) -> T {
+) -> Result<T, tokio::time::error::Elapsed> {
     let count = std::sync::Arc::new(count);
     let ticker = {
         let (bar, count) = (bar.clone(), count.clone());
@@ -35,7 +36,7 @@ pub(crate) async fn follow<T>(
             }
         })
     };
-    let out = run.await;
+    let out = tokio::time::timeout(limit, run).await;
     ticker.abort();
     bar.set_position(count());
     bar.finish();
