@@ -7,7 +7,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -17,6 +17,8 @@ use crate::index::Indexes;
 use crate::open_files::{FileSlot, OpenFiles};
 use crate::storage::{OpenMode, Storage};
 use crate::txn_index::{AbortedTxnEntry, TXNINDEX_SUFFIX};
+
+mod prefill;
 
 pub(crate) const LOG_SUFFIX: &str = ".log";
 pub(crate) const INDEX_SUFFIX: &str = ".index";
@@ -74,6 +76,10 @@ pub(crate) struct Segment {
     size: AtomicU64,
     /// Bytes known to be on disk: covered by a completed fsync (or found at open).
     synced: AtomicU64,
+    /// The file's length: `size` plus the zeros written ahead (see `prefill`).
+    allocated: AtomicU64,
+    /// fsyncs of this segment so far (zeros are written ahead only once it is many).
+    syncs: AtomicU32,
     /// An fsync failed: the kernel may have dropped the dirty pages from `synced` on
     /// while still reporting later fsyncs as successful, so those bytes must be written
     /// again before they count as durable.
@@ -128,6 +134,8 @@ impl Segment {
             txn_path,
             size: AtomicU64::new(size),
             synced: AtomicU64::new(size),
+            allocated: AtomicU64::new(size),
+            syncs: AtomicU32::new(0),
             sync_failed: AtomicBool::new(false),
             dirty_tail: AtomicBool::new(false),
             idx: RwLock::new(Indexes::default()),
@@ -158,6 +166,7 @@ impl Segment {
         let len = seg.file()?.metadata()?.len();
         seg.set_size(len);
         seg.synced.store(len, Ordering::Release);
+        seg.allocated.store(len, Ordering::Release);
         Ok(seg)
     }
 
@@ -186,7 +195,7 @@ impl Segment {
         let file_len = file.metadata()?.len();
         let mut idx = Indexes::default();
         let base = self.base;
-        let end = scan(
+        let mut end = scan(
             &file,
             0,
             file_len,
@@ -198,8 +207,17 @@ impl Segment {
             },
         )?;
         if end.valid_len < file_len {
+            if end.error.is_some() && prefill::is_prefill(&file, end.valid_len, file_len)? {
+                tracing::info!(
+                    segment = %self.log_path.display(),
+                    bytes = file_len - end.valid_len,
+                    "cutting the zeros written ahead of the last batch"
+                );
+                end.error = None;
+            }
             self.io.storage.set_len(&file, end.valid_len)?;
         }
+        self.allocated.store(end.valid_len, Ordering::Release);
         idx.rewrite(&self.io, &self.index_path, &self.time_path)?;
         *self.idx.write() = idx;
         self.set_size(end.valid_len);
@@ -260,11 +278,22 @@ impl Segment {
         let before = self.size();
         if self.dirty_tail.load(Ordering::Acquire) {
             self.io.storage.set_len(&file, before)?;
+            self.allocated.store(before, Ordering::Release);
             self.dirty_tail.store(false, Ordering::Release);
         }
         let result = self.io.storage.write_at(&file, bufs, before);
-        if result.is_err() && self.io.storage.set_len(&file, before).is_err() {
-            self.dirty_tail.store(true, Ordering::Release);
+        match &result {
+            Ok(()) => {
+                let written: u64 = bufs.iter().map(|b| b.len() as u64).sum();
+                self.allocated.fetch_max(before + written, Ordering::AcqRel);
+            }
+            Err(_) => {
+                if self.io.storage.set_len(&file, before).is_ok() {
+                    self.allocated.store(before, Ordering::Release);
+                } else {
+                    self.dirty_tail.store(true, Ordering::Release);
+                }
+            }
         }
         result
     }
@@ -273,6 +302,7 @@ impl Segment {
     pub(crate) fn cut(&self, len: u64) -> std::io::Result<()> {
         let file = self.file()?;
         self.io.storage.set_len(&file, len)?;
+        self.allocated.store(len, Ordering::Release);
         self.set_size(len);
         self.synced.fetch_min(len, Ordering::AcqRel);
         self.dirty_tail.store(false, Ordering::Release);
@@ -323,6 +353,7 @@ impl Segment {
         }
         // The failed fsync may also have lost a cut of the file's length.
         self.io.storage.set_len(file, size)?;
+        self.allocated.store(size, Ordering::Release);
         let mut buf = vec![0u8; SCAN_CHUNK];
         let mut pos = from;
         while pos < size {

@@ -257,6 +257,8 @@ mod fd_budget_tests;
 #[cfg(test)]
 mod power_loss_tests;
 #[cfg(test)]
+mod prefill_tests;
+#[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
 #[cfg(test)]

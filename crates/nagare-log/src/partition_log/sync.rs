@@ -2,6 +2,7 @@
 //! the next open skip recovery.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use super::{io_err, PartitionLog, CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_FILE};
 use crate::segment::Segment;
@@ -67,6 +68,9 @@ impl PartitionLog {
             }
         }
         if let Some(seg) = active {
+            if seg.wants_prefill() {
+                self.prefill(&seg);
+            }
             seg.sync_data(self.max_batch())
                 .map_err(io_err(&seg.log_path))?;
             // Every segment before the active one is now fsynced: after a roll, move the
@@ -86,6 +90,21 @@ impl PartitionLog {
         }
         self.flushed.fetch_max(end, Ordering::AcqRel);
         Ok(())
+    }
+
+    /// Writes zeros ahead of the active segment's end (see `Segment::prefill`), unless
+    /// an append holds the writer lock right now: the fsync thread takes the sync lock
+    /// before the writer lock here, the reverse of `close`, so it never waits for it.
+    fn prefill(&self, seg: &Arc<Segment>) {
+        let Some(w) = self.writer.try_lock() else {
+            return;
+        };
+        if w.closed || !Arc::ptr_eq(&w.active, seg) {
+            return;
+        }
+        if let Err(e) = seg.prefill() {
+            tracing::warn!(segment = %seg.log_path.display(), error = %e, "could not write zeros ahead of the log end");
+        }
     }
 
     /// fsyncs everything appended so far, indexes included.
@@ -117,6 +136,10 @@ impl PartitionLog {
         let mut w = self.writer.lock();
         if w.closed {
             return Ok(());
+        }
+        // A file that ends at its last batch lets the next open check its tail.
+        if let Err(e) = w.active.trim_prefill() {
+            tracing::warn!(segment = %w.active.log_path.display(), error = %e, "could not cut the zeros ahead of the log end");
         }
         if self.changed.load(Ordering::Acquire) {
             self.persist_indexes(&w.active, true)?;
