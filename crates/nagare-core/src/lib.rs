@@ -75,7 +75,7 @@ pub use error::CoreError;
 pub use partition::{AbortedTxn, AckLevel, Partition, ProducerStateInfo, RecordsRead};
 pub use subsystems::{SubsystemTasks, Subsystems};
 pub use topic::{TimestampPolicy, Topic};
-pub use topic_name::{sanitize_topic_name, validate_topic_name};
+pub use topic_name::{sanitize_topic_name, validate_prefixed_topic_name, validate_topic_name};
 pub use traffic::{Traffic, TrafficTotals};
 
 pub use nagare_log as log;

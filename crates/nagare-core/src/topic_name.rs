@@ -23,6 +23,17 @@ pub fn validate_topic_name(name: &str) -> Result<(), CoreError> {
     Ok(())
 }
 
+/// [`validate_topic_name`] of `prefix` + `name`, without building the name when it is
+/// legal (a STOMP SEND to a queue checks its topic name on every frame).
+pub fn validate_prefixed_topic_name(prefix: &str, name: &str) -> Result<(), CoreError> {
+    // Three or more bytes can be neither empty nor `.` nor `..`.
+    let len = prefix.len() + name.len();
+    if (3..=249).contains(&len) && prefix.bytes().chain(name.bytes()).all(is_legal) {
+        return Ok(());
+    }
+    validate_topic_name(&format!("{prefix}{name}"))
+}
+
 /// Maps any string to a legal topic name by replacing illegal characters with `_`
 /// (used for forward tags and STOMP destinations without an explicit route).
 pub fn sanitize_topic_name(name: &str) -> String {
@@ -53,6 +64,27 @@ fn is_legal(b: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prefixed_names_check_as_the_whole_name() {
+        for (p, n) in [
+            ("queue.", "a"),
+            ("", "ab"),
+            ("", "."),
+            ("", ".."),
+            ("q", "."),
+            ("", "abc"),
+        ] {
+            assert_eq!(
+                validate_prefixed_topic_name(p, n).is_ok(),
+                validate_topic_name(&format!("{p}{n}")).is_ok(),
+                "{p:?} {n:?}"
+            );
+        }
+        assert!(validate_prefixed_topic_name("queue.", "a b").is_err());
+        assert!(validate_prefixed_topic_name("queue.", &"q".repeat(243)).is_ok());
+        assert!(validate_prefixed_topic_name("queue.", &"q".repeat(244)).is_err());
+    }
 
     #[test]
     fn legal_and_illegal_names() {

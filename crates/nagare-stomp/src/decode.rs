@@ -148,8 +148,11 @@ impl Decoder {
     }
 
     fn parse_head(&self, block: &[u8], body_start: usize) -> Result<Head, FrameError> {
-        let mut lines = block.split(|&b| b == b'\n').map(strip_cr);
-        let command_line = lines.next().unwrap_or_default();
+        let (command_line, rest) = match memchr(b'\n', block) {
+            Some(i) => (&block[..i], &block[i + 1..]),
+            None => (block, &block[block.len()..]),
+        };
+        let command_line = strip_cr(command_line);
         let command = Command::parse(command_line).ok_or_else(|| {
             FrameError::UnknownCommand(
                 String::from_utf8_lossy(&command_line[..command_line.len().min(64)]).into(),
@@ -161,7 +164,12 @@ impl Decoder {
         // (`/reply-queue/<id>`) without growing it.
         let mut headers = Headers::with_capacity(block.len() + REWRITE_ROOM, 8);
         let mut content_length = None;
-        for line in lines {
+        // One UTF-8 check for every header line: pieces cut at the ASCII `\n` and `:`
+        // stay valid, so names and values need no check of their own (checking each
+        // showed in the RPC profile).
+        let rest = std::str::from_utf8(rest).map_err(|_| FrameError::NotUtf8)?;
+        for line in rest.split('\n') {
+            let line = line.strip_suffix('\r').unwrap_or(line);
             if line.is_empty() {
                 continue; // the blank line itself
             }
@@ -175,7 +183,7 @@ impl Decoder {
                     limit: self.limits.max_headers,
                 });
             }
-            let colon = memchr(b':', line).ok_or(FrameError::MissingColon)?;
+            let colon = memchr(b':', line.as_bytes()).ok_or(FrameError::MissingColon)?;
             let version = self.version;
             headers.push_with(|text| {
                 unescape_into(text, &line[..colon], escaped, version)?;
@@ -184,7 +192,7 @@ impl Decoder {
                 Ok::<_, FrameError>(value_start)
             })?;
             // No escape sequence can produce `content-length`: the raw name decides.
-            if content_length.is_none() && &line[..colon] == b"content-length" {
+            if content_length.is_none() && &line[..colon] == "content-length" {
                 let value = headers.value(headers.len() - 1).unwrap_or_default();
                 let len: usize = value
                     .parse()
@@ -230,15 +238,14 @@ fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
 }
 
 /// Undoes header escaping into `out`: 1.2 knows `\r \n \c \\`, 1.1 the same without `\r`,
-/// 1.0 none. The bytes must be UTF-8.
+/// 1.0 none.
 fn unescape_into(
     out: &mut String,
-    raw: &[u8],
+    text: &str,
     escaped: bool,
     version: Version,
 ) -> Result<(), FrameError> {
-    let text = std::str::from_utf8(raw).map_err(|_| FrameError::NotUtf8)?;
-    if !escaped || !raw.contains(&b'\\') {
+    if !escaped || !text.as_bytes().contains(&b'\\') {
         out.push_str(text);
         return Ok(());
     }

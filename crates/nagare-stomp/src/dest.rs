@@ -9,7 +9,7 @@
 //! choice.
 
 use nagare_core::queues::TOPIC_PREFIX;
-use nagare_core::validate_topic_name;
+use nagare_core::{validate_prefixed_topic_name, validate_topic_name};
 
 /// A parsed destination.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,15 +57,18 @@ impl Dest {
             "reply-queue" | "remote-temp-queue" => Dest::ReplyQueue(name.to_string()),
             _ => return Err(unknown()),
         };
-        if let Some(topic) = dest.topic_name() {
-            validate_topic_name(&topic).map_err(|e| DestError::IllegalName {
-                dest: s.to_string(),
-                reason: match e {
-                    nagare_core::CoreError::InvalidTopicName { reason, .. } => reason.to_string(),
-                    other => other.to_string(),
-                },
-            })?;
-        }
+        let valid = match &dest {
+            Dest::Topic(name) => validate_topic_name(name),
+            Dest::Queue(name) => validate_prefixed_topic_name(TOPIC_PREFIX, name),
+            Dest::TempQueue(_) | Dest::ReplyQueue(_) => Ok(()),
+        };
+        valid.map_err(|e| DestError::IllegalName {
+            dest: s.to_string(),
+            reason: match e {
+                nagare_core::CoreError::InvalidTopicName { reason, .. } => reason.to_string(),
+                other => other.to_string(),
+            },
+        })?;
         Ok(dest)
     }
 
