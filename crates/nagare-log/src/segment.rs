@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use crate::batch::{self, BatchHeader, HEADER_LEN, LOG_OVERHEAD};
 use crate::index::Indexes;
@@ -18,7 +18,7 @@ use crate::open_files::{FileSlot, OpenFiles};
 use crate::storage::{OpenMode, Storage};
 use crate::txn_index::{AbortedTxnEntry, TXNINDEX_SUFFIX};
 
-mod prefill;
+pub(crate) mod prefill;
 
 pub(crate) const LOG_SUFFIX: &str = ".log";
 pub(crate) const INDEX_SUFFIX: &str = ".index";
@@ -80,6 +80,8 @@ pub(crate) struct Segment {
     allocated: AtomicU64,
     /// fsyncs of this segment so far (zeros are written ahead only once it is many).
     syncs: AtomicU32,
+    /// The size and fsync count when zeros were last written ahead (`prefill`).
+    prefilled_at: Mutex<(u64, u32)>,
     /// An fsync failed: the kernel may have dropped the dirty pages from `synced` on
     /// while still reporting later fsyncs as successful, so those bytes must be written
     /// again before they count as durable.
@@ -136,6 +138,7 @@ impl Segment {
             synced: AtomicU64::new(size),
             allocated: AtomicU64::new(size),
             syncs: AtomicU32::new(0),
+            prefilled_at: Mutex::new((0, 0)),
             sync_failed: AtomicBool::new(false),
             dirty_tail: AtomicBool::new(false),
             idx: RwLock::new(Indexes::default()),

@@ -6,9 +6,9 @@ use bytes::Bytes;
 use super::*;
 use crate::batch::{build_batch, NewRecord};
 
-fn batch(i: usize) -> Vec<u8> {
+fn sized_batch(i: usize, size: usize) -> Vec<u8> {
     build_batch(&[NewRecord {
-        value: Some(Bytes::from(vec![b'a' + (i % 26) as u8; 1000])),
+        value: Some(Bytes::from(vec![b'a' + (i % 26) as u8; size])),
         timestamp: i as i64,
         ..Default::default()
     }])
@@ -22,9 +22,13 @@ fn log_file_len(dir: &Path, base: i64) -> u64 {
 
 /// Appends `n` one-record batches, fsyncing after each; returns their bytes.
 fn append_synced(log: &PartitionLog, n: usize) -> Vec<Vec<u8>> {
+    append_synced_sized(log, n, 1000)
+}
+
+fn append_synced_sized(log: &PartitionLog, n: usize, size: usize) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for i in 0..n {
-        let mut b = batch(i);
+        let mut b = sized_batch(i, size);
         let info = log.append(&mut b).unwrap();
         log.sync_to(info.last_offset + 1).unwrap();
         out.push(b);
@@ -54,7 +58,7 @@ fn zeros_ahead_of_a_busy_segment_stay_unseen_and_a_close_cuts_them() {
     written.extend(append_synced(&log, 30));
     let len = log_file_len(dir.path(), 0);
     assert!(
-        len > data_len(&written) + 512 * 1024,
+        len > data_len(&written),
         "file {len} bytes for {} of batches",
         data_len(&written)
     );
@@ -113,4 +117,22 @@ fn a_rolled_segment_ends_at_its_last_batch() {
     let log = PartitionLog::open(dir.path(), config).unwrap();
     assert_eq!(log.log_end_offset(), 80);
     assert_reads(&log, &written);
+}
+
+#[test]
+fn the_stretch_of_zeros_follows_the_bytes_per_fsync() {
+    use crate::segment::prefill::MAX_AHEAD as MAX_PREFILL;
+    // About 100 B per fsync: the smallest stretch.
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), LogConfig::default()).unwrap();
+    let written = append_synced_sized(&log, 40, 30);
+    let zeros = log_file_len(dir.path(), 0) - data_len(&written);
+    assert!(zeros > 0 && zeros <= 64 * 1024, "{zeros}");
+    drop(log);
+    // 32 KiB per fsync: 64 of them would be 2 MiB, so the largest stretch.
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::open(dir.path(), LogConfig::default()).unwrap();
+    let written = append_synced_sized(&log, 40, 32 * 1024);
+    let zeros = log_file_len(dir.path(), 0) - data_len(&written);
+    assert!(zeros > MAX_PREFILL / 2 && zeros <= MAX_PREFILL, "{zeros}");
 }

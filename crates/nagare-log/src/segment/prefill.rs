@@ -21,25 +21,49 @@ use super::Segment;
 /// fsyncs of a segment before it gets zeros ahead: a partition fsynced now and then
 /// (one acks=all request, a periodic flush) never pays for them.
 const AFTER_SYNCS: u32 = 16;
-/// How far past the end the zeros reach, written when fewer than `LOW` bytes are left.
-const AHEAD: u64 = 1 << 20;
-const LOW: u64 = AHEAD / 4;
+/// The zeros reach about this many fsyncs ahead, at the bytes per fsync seen since the
+/// last stretch was written: one fsync in that many writes metadata.
+const SYNCS_AHEAD: u64 = 64;
+/// Bounds of the stretch: a partition fsyncing a few bytes at a time (`flush =
+/// "always"` with small records) keeps little disk in zeros, a busy one no more than
+/// `MAX_AHEAD`. A new stretch is written once less than a quarter of it is left.
+const MIN_AHEAD: u64 = 64 * 1024;
+pub(crate) const MAX_AHEAD: u64 = 1 << 20;
 static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
 
 impl Segment {
     /// Counts an fsync; true when the segment now wants zeros ahead of its end.
     pub(crate) fn wants_prefill(&self) -> bool {
         let syncs = self.syncs.fetch_add(1, Ordering::Relaxed).saturating_add(1);
-        syncs >= AFTER_SYNCS && self.allocated() < self.size() + LOW
+        let size = self.size();
+        syncs >= AFTER_SYNCS && self.allocated() < size + self.ahead(size) / 4
     }
 
-    /// Writes zeros from the end of the file to `AHEAD` bytes past the last batch.
-    /// The caller holds the partition's writer lock, so no append runs meanwhile (an
-    /// append landing in the stretch would otherwise race the zeros).
+    /// How far past the end a stretch of zeros written now reaches: `SYNCS_AHEAD` times
+    /// the bytes per fsync since the last stretch, in whole pages.
+    fn ahead(&self, size: u64) -> u64 {
+        let (from, syncs_then) = *self.prefilled_at.lock();
+        let bytes = size.saturating_sub(from);
+        let syncs = u64::from(
+            self.syncs
+                .load(Ordering::Relaxed)
+                .saturating_sub(syncs_then),
+        )
+        .max(1);
+        let ahead = (bytes / syncs)
+            .saturating_mul(SYNCS_AHEAD)
+            .clamp(MIN_AHEAD, MAX_AHEAD);
+        ahead.div_ceil(4096) * 4096
+    }
+
+    /// Writes zeros from the end of the file to [`ahead`](Self::ahead) bytes past the
+    /// last batch. The caller holds the partition's writer lock, so no append runs
+    /// meanwhile (an append landing in the stretch would otherwise race the zeros).
     pub(crate) fn prefill(&self) -> std::io::Result<()> {
         let size = self.size();
         let start = self.allocated().max(size);
-        let end = size + AHEAD;
+        let end = size + self.ahead(size);
+        *self.prefilled_at.lock() = (size, self.syncs.load(Ordering::Relaxed));
         if start >= end {
             return Ok(());
         }
@@ -84,7 +108,7 @@ impl Segment {
 /// `prefill` writes: what a crash leaves past the last batch of a prefilled segment,
 /// as opposed to a torn or corrupt tail.
 pub(crate) fn is_prefill(file: &File, from: u64, to: u64) -> std::io::Result<bool> {
-    if to <= from || to - from > AHEAD {
+    if to <= from || to - from > MAX_AHEAD {
         return Ok(false);
     }
     let mut buf = vec![0u8; ZEROS.len()];
