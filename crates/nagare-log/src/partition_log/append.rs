@@ -30,9 +30,7 @@ impl PartitionLog {
                 .map_err(io_err(&old.index_path))?;
         }
         // A rolled segment never grows again: its file ends at its last batch.
-        if let Err(e) = old.trim_prefill() {
-            tracing::warn!(segment = %old.log_path.display(), error = %e, "could not cut the zeros ahead of a rolled segment");
-        }
+        old.trim_prefill();
         let end = self.published().end_offset;
         let new = Arc::new(Segment::create(&self.io, &self.dir, end).map_err(io_err(&self.dir))?);
         self.unsynced.lock().push(old);

@@ -102,9 +102,7 @@ impl PartitionLog {
         if w.closed || !Arc::ptr_eq(&w.active, seg) {
             return;
         }
-        if let Err(e) = seg.prefill() {
-            tracing::warn!(segment = %seg.log_path.display(), error = %e, "could not write zeros ahead of the log end");
-        }
+        seg.prefill();
     }
 
     /// fsyncs everything appended so far, indexes included.
@@ -138,9 +136,7 @@ impl PartitionLog {
             return Ok(());
         }
         // A file that ends at its last batch lets the next open check its tail.
-        if let Err(e) = w.active.trim_prefill() {
-            tracing::warn!(segment = %w.active.log_path.display(), error = %e, "could not cut the zeros ahead of the log end");
-        }
+        w.active.trim_prefill();
         if self.changed.load(Ordering::Acquire) {
             self.persist_indexes(&w.active, true)?;
             {

@@ -29,7 +29,9 @@ const SYNCS_AHEAD: u64 = 64;
 /// `MAX_AHEAD`. A new stretch is written once less than a quarter of it is left.
 const MIN_AHEAD: u64 = 64 * 1024;
 pub(crate) const MAX_AHEAD: u64 = 1 << 20;
-static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
+/// Zeros are written in pieces of this size, from one buffer taken per stretch (a
+/// `static` of zeros would sit in the binary's read-only data, 64 KiB of the file).
+const ZERO_CHUNK: usize = 64 * 1024;
 
 impl Segment {
     /// Counts an fsync; true when the segment now wants zeros ahead of its end.
@@ -59,7 +61,13 @@ impl Segment {
     /// Writes zeros from the end of the file to [`ahead`](Self::ahead) bytes past the
     /// last batch. The caller holds the partition's writer lock, so no append runs
     /// meanwhile (an append landing in the stretch would otherwise race the zeros).
-    pub(crate) fn prefill(&self) -> std::io::Result<()> {
+    pub(crate) fn prefill(&self) {
+        if let Err(e) = self.try_prefill() {
+            tracing::warn!(segment = %self.log_path.display(), error = %e, "could not write zeros ahead of the log end");
+        }
+    }
+
+    fn try_prefill(&self) -> std::io::Result<()> {
         let size = self.size();
         let start = self.allocated().max(size);
         let end = size + self.ahead(size);
@@ -68,11 +76,12 @@ impl Segment {
             return Ok(());
         }
         let file = self.file()?;
-        let mut bufs = Vec::with_capacity((end - start).div_ceil(ZEROS.len() as u64) as usize);
+        let zeros = vec![0u8; ZERO_CHUNK];
+        let mut bufs = Vec::with_capacity((end - start).div_ceil(ZERO_CHUNK as u64) as usize);
         let mut left = end - start;
         while left > 0 {
-            let n = left.min(ZEROS.len() as u64) as usize;
-            bufs.push(&ZEROS[..n]);
+            let n = left.min(ZERO_CHUNK as u64) as usize;
+            bufs.push(&zeros[..n]);
             left -= n as u64;
         }
         if let Err(e) = self.io.storage.write_at(&file, &bufs, start) {
@@ -86,8 +95,15 @@ impl Segment {
     }
 
     /// Cuts the zeros ahead off, so the file ends at its last batch (on roll and close).
-    /// The caller holds the writer lock.
-    pub(crate) fn trim_prefill(&self) -> std::io::Result<()> {
+    /// The caller holds the writer lock. A failure only costs the next open a rescan of
+    /// the file (it finds the zeros past the last batch), so it is logged, not returned.
+    pub(crate) fn trim_prefill(&self) {
+        if let Err(e) = self.try_trim_prefill() {
+            tracing::warn!(segment = %self.log_path.display(), error = %e, "could not cut the zeros ahead of the log end");
+        }
+    }
+
+    fn try_trim_prefill(&self) -> std::io::Result<()> {
         let size = self.size();
         if self.allocated() <= size {
             return Ok(());
@@ -111,7 +127,7 @@ pub(crate) fn is_prefill(file: &File, from: u64, to: u64) -> std::io::Result<boo
     if to <= from || to - from > MAX_AHEAD {
         return Ok(false);
     }
-    let mut buf = vec![0u8; ZEROS.len()];
+    let mut buf = vec![0u8; ZERO_CHUNK];
     let mut pos = from;
     while pos < to {
         let n = ((to - pos) as usize).min(buf.len());
