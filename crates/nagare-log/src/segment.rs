@@ -76,7 +76,8 @@ pub(crate) struct Segment {
     size: AtomicU64,
     /// Bytes known to be on disk: covered by a completed fsync (or found at open).
     synced: AtomicU64,
-    /// The file's length: `size` plus the zeros written ahead (see `prefill`).
+    /// Where the zeros written ahead end (see `prefill`): the file's length is the larger
+    /// of this and `size`, so appends past the zeros need not move it.
     allocated: AtomicU64,
     /// fsyncs of this segment so far (zeros are written ahead only once it is many).
     syncs: AtomicU32,
@@ -285,17 +286,11 @@ impl Segment {
             self.dirty_tail.store(false, Ordering::Release);
         }
         let result = self.io.storage.write_at(&file, bufs, before);
-        match &result {
-            Ok(()) => {
-                let written: u64 = bufs.iter().map(|b| b.len() as u64).sum();
-                self.allocated.fetch_max(before + written, Ordering::AcqRel);
-            }
-            Err(_) => {
-                if self.io.storage.set_len(&file, before).is_ok() {
-                    self.allocated.store(before, Ordering::Release);
-                } else {
-                    self.dirty_tail.store(true, Ordering::Release);
-                }
+        if result.is_err() {
+            if self.io.storage.set_len(&file, before).is_ok() {
+                self.allocated.store(before, Ordering::Release);
+            } else {
+                self.dirty_tail.store(true, Ordering::Release);
             }
         }
         result

@@ -114,7 +114,7 @@ impl Segment {
         Ok(())
     }
 
-    /// The file's length as this segment last set it: its size plus any zeros ahead.
+    /// Where the zeros ahead end; the file's length is the larger of this and the size.
     pub(crate) fn allocated(&self) -> u64 {
         self.allocated.load(Ordering::Acquire)
     }
