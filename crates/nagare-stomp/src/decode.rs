@@ -245,24 +245,30 @@ fn unescape_into(
     escaped: bool,
     version: Version,
 ) -> Result<(), FrameError> {
-    if !escaped || !text.as_bytes().contains(&b'\\') {
+    if !escaped {
         out.push_str(text);
         return Ok(());
     }
-    let mut it = text.chars();
-    while let Some(c) = it.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match it.next() {
-            Some('n') => out.push('\n'),
-            Some('c') => out.push(':'),
-            Some('\\') => out.push('\\'),
-            Some('r') if version == Version::V1_2 => out.push('\r'),
-            Some(other) => return Err(FrameError::BadEscape(other)),
+    // Runs between escapes are copied whole (a topic message id has one `\c` in each).
+    let mut rest = text;
+    while let Some(i) = memchr(b'\\', rest.as_bytes()) {
+        out.push_str(&rest[..i]);
+        // The byte after the backslash: an ASCII letter or `\\` when valid, so slicing
+        // past it stays on a char boundary.
+        let replaced = match rest.as_bytes().get(i + 1) {
+            Some(b'n') => '\n',
+            Some(b'c') => ':',
+            Some(b'\\') => '\\',
+            Some(b'r') if version == Version::V1_2 => '\r',
+            Some(_) => {
+                let other = rest[i + 1..].chars().next().unwrap_or(' ');
+                return Err(FrameError::BadEscape(other));
+            }
             None => return Err(FrameError::BadEscape(' ')),
-        }
+        };
+        out.push(replaced);
+        rest = &rest[i + 2..];
     }
+    out.push_str(rest);
     Ok(())
 }

@@ -49,23 +49,44 @@ impl<'a> FrameWriter<'a> {
             self.out.put_slice(bytes);
             return;
         }
-        for b in s.bytes() {
-            match (self.escape, self.version, b) {
-                // 1.0 and the CONNECT family have no escapes: keep the frame well formed.
-                (false, _, b'\n' | b'\r') | (_, Version::V1_0, b'\n' | b'\r') => {
-                    self.out.put_u8(b' ')
-                }
-                (false, _, _) | (_, Version::V1_0, _) => self.out.put_u8(b),
-                (true, _, b'\n') => self.out.put_slice(b"\\n"),
-                (true, Version::V1_2, b'\r') => self.out.put_slice(b"\\r"),
-                (true, _, b'\r') => self.out.put_u8(b' '),
-                (true, _, b':') => self.out.put_slice(b"\\c"),
-                (true, _, b'\\') => self.out.put_slice(b"\\\\"),
-                (true, _, other) => self.out.put_u8(other),
+        // Runs between special bytes are copied whole: a topic message id
+        // (`topic@partition:offset`) has a colon in every MESSAGE of a fan-out.
+        let mut run = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            if SPECIAL[b as usize] {
+                self.out.put_slice(&bytes[run..i]);
+                self.put_special(b);
+                run = i + 1;
             }
+        }
+        self.out.put_slice(&bytes[run..]);
+    }
+
+    /// One of `\n`, `\r`, `:`, `\\` as this frame's version and command write it.
+    fn put_special(&mut self, b: u8) {
+        match (self.escape, self.version, b) {
+            // 1.0 and the CONNECT family have no escapes: keep the frame well formed.
+            (false, _, b'\n' | b'\r') | (_, Version::V1_0, b'\n' | b'\r') => self.out.put_u8(b' '),
+            (false, _, _) | (_, Version::V1_0, _) => self.out.put_u8(b),
+            (true, _, b'\n') => self.out.put_slice(b"\\n"),
+            (true, Version::V1_2, b'\r') => self.out.put_slice(b"\\r"),
+            (true, _, b'\r') => self.out.put_u8(b' '),
+            (true, _, b':') => self.out.put_slice(b"\\c"),
+            (true, _, b'\\') => self.out.put_slice(b"\\\\"),
+            (true, _, other) => self.out.put_u8(other),
         }
     }
 }
+
+/// The bytes header escaping changes (`\n`, `\r`, `:`, `\`).
+static SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'\n' as usize] = true;
+    t[b'\r' as usize] = true;
+    t[b':' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
 
 /// Whether `bytes` holds a byte that header escaping changes (`\n`, `\r`, `:`, `\`).
 ///
@@ -75,14 +96,6 @@ impl<'a> FrameWriter<'a> {
 /// scans.
 fn needs_escape(bytes: &[u8]) -> bool {
     const SHORT: usize = 64;
-    static SPECIAL: [bool; 256] = {
-        let mut t = [false; 256];
-        t[b'\n' as usize] = true;
-        t[b'\r' as usize] = true;
-        t[b':' as usize] = true;
-        t[b'\\' as usize] = true;
-        t
-    };
     if bytes.len() < SHORT {
         bytes.iter().any(|&b| SPECIAL[b as usize])
     } else {

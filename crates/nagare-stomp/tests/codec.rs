@@ -169,11 +169,15 @@ fn encode_then_decode_round_trips_with_escapes() {
         let f = Frame::new(Command::Message)
             .with_header("destination", "/queue/a")
             .with_header("weird:name", "line1\nline2\\")
+            .with_header("message-id", "t@0:42")
+            .with_header("utf8", "é:ü\\ñ\n")
             .with_body(&b"bin\0ary"[..]);
         let mut buf = BytesMut::new();
         encode(&f, v, &mut buf);
         let back = decode_all(&mut decoder(v), &buf).unwrap().remove(0);
         assert_eq!(back.header("weird:name"), Some("line1\nline2\\"));
+        assert_eq!(back.header("message-id"), Some("t@0:42"));
+        assert_eq!(back.header("utf8"), Some("é:ü\\ñ\n"));
         assert_eq!(back.header("content-length"), Some("7"));
         assert_eq!(&back.body[..], b"bin\0ary");
     }
