@@ -22,6 +22,26 @@ impl<'a> FrameWriter<'a> {
         }
     }
 
+    /// A writer of header lines only, for a frame whose command line is written apart.
+    pub(crate) fn headers_only(
+        out: &'a mut BytesMut,
+        version: Version,
+        command: Command,
+    ) -> FrameWriter<'a> {
+        FrameWriter {
+            out,
+            version,
+            escape: command.escapes_headers(),
+        }
+    }
+
+    /// Header lines encoded beforehand by a [`headers_only`](Self::headers_only) writer
+    /// of the same version and command.
+    pub(crate) fn encoded(&mut self, lines: &[u8]) -> &mut Self {
+        self.out.put_slice(lines);
+        self
+    }
+
     pub fn header(&mut self, name: &str, value: &str) -> &mut Self {
         self.put_escaped(name);
         self.out.put_u8(b':');

@@ -92,14 +92,49 @@ impl MessageId {
 /// What is the same for every MESSAGE of one subscription.
 #[derive(Debug, Clone)]
 pub(crate) struct MessageHead {
-    pub version: Version,
-    pub destination: String,
-    pub subscription: String,
+    version: Version,
+    destination: String,
     /// Whether to add the 1.2 `ack` header (client ack modes).
-    pub ack_header: bool,
+    ack_header: bool,
+    /// The `destination` and `subscription` header lines, escaped for `version`: every
+    /// MESSAGE of the subscription starts with them, so they are encoded once (checking
+    /// and copying them header by header showed in the RPC profile).
+    lead: Vec<u8>,
 }
 
 impl MessageHead {
+    pub(crate) fn new(
+        version: Version,
+        destination: String,
+        subscription: &str,
+        ack_header: bool,
+    ) -> MessageHead {
+        let mut head = MessageHead {
+            version,
+            destination: String::new(),
+            ack_header,
+            lead: Vec::new(),
+        };
+        head.retarget(destination, subscription);
+        head
+    }
+
+    /// Points later MESSAGEs at another destination and subscription (a temp queue its
+    /// owner subscribes to or unsubscribes from).
+    pub(crate) fn retarget(&mut self, destination: String, subscription: &str) {
+        let mut lead = BytesMut::new();
+        FrameWriter::headers_only(&mut lead, self.version, Command::Message)
+            .header("destination", &destination)
+            .header("subscription", subscription);
+        self.lead = lead.to_vec();
+        self.destination = destination;
+    }
+
+    /// The destination MESSAGEs show.
+    pub(crate) fn destination(&self) -> &str {
+        &self.destination
+    }
+
     /// A record as a MESSAGE. `redelivered` is set for queue messages, and so is
     /// `delivery_count` (the `delivery-count` header: the queue's count, shared with
     /// Kafka share groups, 1 on the first delivery).
@@ -146,8 +181,7 @@ impl MessageHead {
             .map(|(k, v)| k.len() + v.as_ref().map_or(0, |v| v.len()) + 2)
             .sum();
         FIXED
-            + self.destination.len()
-            + self.subscription.len()
+            + self.lead.len()
             + ids
             + headers
             + record.key.as_ref().map_or(0, |k| k.len() + 16)
@@ -178,15 +212,16 @@ impl MessageHead {
         redelivered: Option<bool>,
     ) -> FrameWriter<'a> {
         let mut w = FrameWriter::begin(out, self.version, Command::Message);
-        w.header("destination", &self.destination)
-            .header("message-id", message_id)
-            .header("subscription", &self.subscription);
+        w.encoded(&self.lead).header("message-id", message_id);
         if self.ack_header {
             w.header("ack", message_id);
         }
-        if let Some(r) = redelivered {
-            w.header("redelivered", if r { "true" } else { "false" });
-        }
+        // Nothing to escape in these, in any version.
+        match redelivered {
+            Some(true) => w.encoded(b"redelivered:true\n"),
+            Some(false) => w.encoded(b"redelivered:false\n"),
+            None => &mut w,
+        };
         w
     }
 }

@@ -57,7 +57,7 @@ impl TempTarget {
                 .increment(1);
                 if !self.full.swap(true, Ordering::Relaxed) {
                     tracing::warn!(
-                        temp_queue = %self.head.read().destination,
+                        temp_queue = %self.head.read().destination(),
                         limit = self.budget_max,
                         "temp queue full (its owner is not reading): dropping replies to it"
                     );

@@ -307,12 +307,12 @@ impl Session {
             self.temps.len(),
             rand::random::<u64>()
         );
-        let head = MessageHead {
-            version: self.version,
-            destination: format!("/reply-queue/{id}"),
-            subscription: format!("/temp-queue/{name}"),
-            ack_header: false,
-        };
+        let head = MessageHead::new(
+            self.version,
+            format!("/reply-queue/{id}"),
+            &format!("/temp-queue/{name}"),
+            false,
+        );
         self.shared.temp.insert(
             id.clone(),
             Arc::new(TempTarget::new(

@@ -32,12 +32,12 @@ impl Session {
         }
         let num = self.next_sub;
         self.next_sub += 1;
-        let head = MessageHead {
-            version: self.version,
-            destination: destination.clone(),
-            subscription: id.clone(),
-            ack_header: self.version == Version::V1_2 && ack != AckMode::Auto,
-        };
+        let head = MessageHead::new(
+            self.version,
+            destination.clone(),
+            &id,
+            self.version == Version::V1_2 && ack != AckMode::Auto,
+        );
         let kind = match &dest {
             Dest::Topic(name) => {
                 let topic = self.shared.broker.topic_or_create(name)?;
@@ -73,9 +73,7 @@ impl Session {
                 // messages then carry this subscription's id.
                 let tid = self.ensure_temp(name);
                 if let Some(t) = self.shared.temp.get(&tid) {
-                    let mut h = t.head.write();
-                    h.subscription = id.clone();
-                    h.destination = destination;
+                    t.head.write().retarget(destination, &id);
                 }
                 SubKind::Temp { name: name.clone() }
             }

@@ -19,9 +19,10 @@ impl Session {
                 .get(name)
                 .and_then(|tid| self.shared.temp.get(tid))
             {
-                let mut h = t.head.write();
-                h.subscription = format!("/temp-queue/{name}");
-                h.destination = format!("/reply-queue/{}", self.temps[name]);
+                t.head.write().retarget(
+                    format!("/reply-queue/{}", self.temps[name]),
+                    &format!("/temp-queue/{name}"),
+                );
             }
         }
         crate::meters::subscription_ended(&sub);
