@@ -11,7 +11,7 @@ from pathlib import Path
 from . import cost, disk, forward, kafka, kafka_txn, mq, report, summary
 from .common import OUT, PEERS_DIR, ROOT, BenchError, log, loadavg, median, run
 from .ctx import Ctx
-from .model import Section
+from .model import Section, take_failed_runs
 from .servers import PORTS, Nagare
 
 WORKLOADS = {
@@ -198,6 +198,7 @@ def main(argv) -> int:
                 sec = Section(w, w, "", problems=[f"the section failed: {e}"])
             finally:
                 ctx.nagare.stop()
+            sec.problems += take_failed_runs()
             sec.measured_at = started + (" (quick sizes)" if a.quick else "") + f", {a.rounds} rounds"
             sec.load = f"{load0} → {loadavg()}"
             sec.command = command_line(a)

@@ -92,10 +92,22 @@ def measured(pid: int, fn):
 SHOWN = ("rate", "per_sec", "mb_per_sec", "p50_us", "p99_us", "p50_ms", "p99_ms", "cpu_us")
 
 
+# Runs that failed since the last `take_failed_runs`: the report lists them under their
+# section, so that a "–" in a table is explained rather than hidden.
+FAILED_RUNS: list = []
+
+
+def take_failed_runs() -> list:
+    taken = list(FAILED_RUNS)
+    FAILED_RUNS.clear()
+    return taken
+
+
 def alternate(rounds: int, label: str, sides: dict, fn):
     """Runs fn(side, round) for both sides in every round, peer first in odd rounds and
     nagare first in even ones (so neither always runs on the warmer machine). Returns
-    {side: [metrics dict per round]}; a failed run leaves None and is logged."""
+    {side: [metrics dict per round]}; a failed run leaves None, is logged and is kept
+    for the report (`take_failed_runs`)."""
     out = {side: [] for side in sides}
     for r in range(rounds):
         order = list(sides) if r % 2 == 0 else list(reversed(list(sides)))
@@ -104,6 +116,11 @@ def alternate(rounds: int, label: str, sides: dict, fn):
                 m = fn(side, r)
             except BenchError as e:
                 log(f"  {label} round {r + 1}/{rounds} {sides[side]}: FAILED: {e}")
+                # The command's exit and log, and its own last words (the error it printed).
+                lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+                why = "; ".join(dict.fromkeys(lines[:1] + lines[-1:]))[:400]
+                FAILED_RUNS.append(f"{label}, round {r + 1}/{rounds}, {sides[side]}: the run failed"
+                                   + (f" ({why})" if why else "") + "; its figures are missing")
                 m = None
             else:
                 shown = [f"{k} {fmt(m[k])}" for k in SHOWN if m.get(k)]
