@@ -16,7 +16,7 @@ use rdkafka::admin::{
     AdminClient, AdminOptions, AlterConfig, NewPartitions, NewTopic, ResourceSpecifier,
     TopicReplication,
 };
-use rdkafka::error::KafkaResult;
+use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
 use rdkafka::ClientConfig;
 
 use crate::block::wait;
@@ -24,6 +24,20 @@ use crate::config::REQUEST_TIMEOUT;
 use crate::context::Context;
 use crate::error::{core_error, ClusterError};
 use crate::health::Health;
+
+/// Whether an admin request failed only because librdkafka dropped the broker handle it
+/// was queued on.
+fn destroyed_with_its_broker<T>(
+    results: &KafkaResult<Vec<Result<T, (String, RDKafkaErrorCode)>>>,
+) -> bool {
+    match results {
+        Err(KafkaError::AdminOp(code)) => *code == RDKafkaErrorCode::DestroyBroker,
+        Ok(results) => results
+            .iter()
+            .any(|r| matches!(r, Err((_, RDKafkaErrorCode::DestroyBroker)))),
+        Err(_) => false,
+    }
+}
 
 /// Name prefix of topics clients never see.
 pub(crate) const HIDDEN_PREFIX: &str = "__";
@@ -96,8 +110,17 @@ impl Catalog {
         for (k, v) in configs {
             topic = topic.set(k, v);
         }
-        let results = wait(self.admin.create_topics([&topic], &Self::options()))
-            .map_err(|e| core_error(name, &e))?;
+        let create = || wait(self.admin.create_topics([&topic], &Self::options()));
+        let mut results = create();
+        // Right after the cluster comes back, the admin client retires its bootstrap
+        // brokers' handles once it learns the real brokers, and a request queued on one
+        // fails with `DestroyBroker` although the cluster is fine (seen as a refused first
+        // SEND after an outage). Creating again is safe: if the first request got through,
+        // the second answers TopicAlreadyExists, which the caller takes as created.
+        if destroyed_with_its_broker(&results) {
+            results = create();
+        }
+        let results = results.map_err(|e| core_error(name, &e))?;
         for r in results {
             if let Err((_, code)) = r {
                 return Err(core_error(name, &rdkafka::error::KafkaError::AdminOp(code)));
@@ -209,6 +232,39 @@ impl Catalog {
                 )));
             }
             std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Results = KafkaResult<Vec<Result<String, (String, RDKafkaErrorCode)>>>;
+
+    #[test]
+    fn only_a_dropped_broker_handle_is_retried() {
+        let destroyed = RDKafkaErrorCode::DestroyBroker;
+        let cases: [(Results, bool); 5] = [
+            (Err(KafkaError::AdminOp(destroyed)), true),
+            (Ok(vec![Err(("t".into(), destroyed))]), true),
+            (Ok(vec![Ok("t".into())]), false),
+            (
+                Ok(vec![Err((
+                    "t".into(),
+                    RDKafkaErrorCode::TopicAlreadyExists,
+                ))]),
+                false,
+            ),
+            (
+                Err(KafkaError::AdminOp(
+                    RDKafkaErrorCode::BrokerTransportFailure,
+                )),
+                false,
+            ),
+        ];
+        for (results, retry) in cases {
+            assert_eq!(destroyed_with_its_broker(&results), retry, "{results:?}");
         }
     }
 }
