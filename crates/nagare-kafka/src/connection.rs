@@ -48,16 +48,33 @@ struct Answer {
 }
 
 pub(crate) async fn run(
+    stream: Stream,
+    state: Arc<KafkaState>,
+    session: Arc<Session>,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), KafkaError> {
+    let mut inflight: FuturesOrdered<Pending> = FuturesOrdered::new();
+    let result = serve(stream, state, session, shutdown, &mut inflight).await;
+    // However the connection ended (the client closed it right after an acks=0 produce,
+    // a write failed, a later request was refused), the requests it had started are
+    // carried out: a produce that arrived whole is applied, never dropped half-way.
+    while inflight.next().await.is_some() {}
+    result
+}
+
+async fn serve(
     mut stream: Stream,
     state: Arc<KafkaState>,
     session: Arc<Session>,
     mut shutdown: watch::Receiver<bool>,
+    inflight: &mut FuturesOrdered<Pending>,
 ) -> Result<(), KafkaError> {
     let limit = state.config.max_request_bytes as usize;
     let flush_at = state.config.max_pending_response_bytes as usize;
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = OutQueue::default();
-    let mut inflight: FuturesOrdered<Pending> = FuturesOrdered::new();
+    // The client closed its side: what it sent before is still run and answered.
+    let mut eof = false;
     // Request-pool memory for the frame at the front of `inbuf`, taken once its size is
     // known and before its body is read; it travels with the request until the answer.
     let mut lease: Option<Lease> = None;
@@ -68,7 +85,7 @@ pub(crate) async fn run(
                 Ok(Some(size)) => size,
                 Ok(None) => break,
                 Err(e) => {
-                    finish(&mut inflight, &mut out, &mut stream).await?;
+                    finish(inflight, &mut out, &mut stream).await?;
                     return Err(refused(e));
                 }
             };
@@ -78,7 +95,7 @@ pub(crate) async fn run(
                     // The pool is short: wait for memory below, reading nothing more.
                     Ok(None) => break,
                     Err(e) => {
-                        finish(&mut inflight, &mut out, &mut stream).await?;
+                        finish(inflight, &mut out, &mut stream).await?;
                         return Err(refused_by_pool(e));
                     }
                 }
@@ -93,11 +110,11 @@ pub(crate) async fn run(
             let (pending, overlaps) = start(&state, &session, frame, followed, lease.take());
             if !overlaps {
                 // Everything but Produce runs alone, after what came before it.
-                finish(&mut inflight, &mut out, &mut stream).await?;
+                finish(inflight, &mut out, &mut stream).await?;
             }
             inflight.push_back(pending);
             if !overlaps {
-                finish(&mut inflight, &mut out, &mut stream).await?;
+                finish(inflight, &mut out, &mut stream).await?;
             }
             if out.pending_bytes() >= flush_at {
                 out.flush(&mut stream).await?;
@@ -119,7 +136,12 @@ pub(crate) async fn run(
         // A known request without memory: wait for the pool instead of reading, so the
         // client is slowed down by TCP rather than the broker's heap growing.
         let wanted = front.filter(|_| lease.is_none());
-        let can_read = inflight.len() < MAX_PIPELINE && wanted.is_none();
+        if eof && inflight.is_empty() && wanted.is_none() {
+            // Every whole request the client sent has been answered; a partial one at the
+            // end of the buffer can never complete.
+            return Ok(());
+        }
+        let can_read = !eof && inflight.len() < MAX_PIPELINE && wanted.is_none();
         if can_read {
             inbuf.reserve(need.clamp(READ_CHUNK, MAX_RESERVE));
         }
@@ -141,7 +163,7 @@ pub(crate) async fn run(
             }
             read = stream.read_buf(&mut inbuf), if can_read => {
                 if read? == 0 {
-                    return Ok(());
+                    eof = true;
                 }
             }
             _ = shutdown.changed() => return Ok(()),

@@ -1,11 +1,15 @@
 """Offsets: out-of-range fetches reset by the client, timestamp lookups (ListOffsets through
-the time index), latest/earliest, and acks=0."""
+the time index), latest/earliest, and acks=0 (also from a client that closes right
+after sending)."""
 
+import socket
+import struct
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTopicPartition
+from kafka.record.default_records import DefaultRecordBatchBuilder
 
 
 def test_out_of_range_offset_resets_to_earliest(nagare):
@@ -59,3 +63,59 @@ def test_kafka_python_acks_0(nagare):
             break
     c.close()
     assert got == [f"v{i}".encode() for i in range(50)]
+
+
+def produce_v3(correlation, topic, values, acks):
+    """A Produce v3 request (header v1) with one batch of `values` for partition 0."""
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+        producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+    for i, v in enumerate(values):
+        builder.append(i, timestamp=int(time.time() * 1000), key=None, value=v, headers=[])
+    records = bytes(builder.build())
+    name = topic.encode()
+    body = (struct.pack(">hhii", -1, acks, 10000, 1) + struct.pack(">h", len(name)) + name
+            + struct.pack(">iii", 1, 0, len(records)) + records)
+    msg = struct.pack(">hhih", 0, 3, correlation, 3) + b"raw" + body
+    return struct.pack(">i", len(msg)) + msg
+
+
+def test_requests_sent_just_before_close_are_all_applied(nagare):
+    """Produce requests that arrived whole are carried out when the client closes its side
+    right after writing them: an acks=0 producer that closes (nothing is answered), and an
+    acks=1 client that half-closes and then reads its answers, which all come before the
+    broker closes. More requests than one connection runs at a time, in one write."""
+    p = Producer({"bootstrap.servers": nagare.kafka})
+    p.produce("closing", b"first", partition=0)
+    assert p.flush(10) == 0
+    host, port = nagare.kafka.rsplit(":", 1)
+    expected = [b"first"]
+    for acks in (0, 1):
+        requests = []
+        for r in range(40):
+            values = [f"a{acks}-r{r}-{i}".encode() for i in range(10)]
+            expected += values
+            requests.append(produce_v3(r + 1, "closing", values, acks))
+        with socket.create_connection((host, int(port)), timeout=10) as s:
+            s.sendall(b"".join(requests))
+            s.shutdown(socket.SHUT_WR)
+            answers = b""
+            while chunk := s.recv(65536):
+                answers += chunk
+        correlations = []
+        while answers:
+            size, correlation = struct.unpack(">ii", answers[:8])
+            correlations.append(correlation)
+            answers = answers[4 + size:]
+        assert correlations == ([] if acks == 0 else list(range(1, 41)))
+    c = Consumer({"bootstrap.servers": nagare.kafka, "group.id": "unused",
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition("closing", 0, 0)])
+    got = []
+    deadline = time.time() + 20
+    while len(got) < len(expected) and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got.append(m.value())
+    c.close()
+    assert got == expected
