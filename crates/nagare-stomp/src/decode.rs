@@ -168,12 +168,21 @@ impl Decoder {
         // stay valid, so names and values need no check of their own (checking each
         // showed in the RPC profile).
         let rest = std::str::from_utf8(rest).map_err(|_| FrameError::NotUtf8)?;
-        for line in rest.split('\n') {
-            let line = line.strip_suffix('\r').unwrap_or(line);
-            if line.is_empty() {
+        let bytes = rest.as_bytes();
+        let mut at = 0;
+        while at < bytes.len() {
+            let line = scan_line(bytes, at);
+            let next = line.end + 1;
+            let end = if line.end > at && bytes[line.end - 1] == b'\r' {
+                line.end - 1
+            } else {
+                line.end
+            };
+            if end == at {
+                at = next;
                 continue; // the blank line itself
             }
-            if line.len() > self.limits.max_header_bytes {
+            if end - at > self.limits.max_header_bytes {
                 return Err(FrameError::HeaderTooLong {
                     limit: self.limits.max_header_bytes,
                 });
@@ -183,16 +192,19 @@ impl Decoder {
                     limit: self.limits.max_headers,
                 });
             }
-            let colon = memchr(b':', line.as_bytes()).ok_or(FrameError::MissingColon)?;
+            let colon = line.colon.ok_or(FrameError::MissingColon)?;
+            let (name, value) = (&rest[at..colon], &rest[colon + 1..end]);
+            // Most lines have no escape at all: they are copied without looking again.
+            let unescape = escaped && line.backslash;
             let version = self.version;
             headers.push_with(|text| {
-                unescape_into(text, &line[..colon], escaped, version)?;
+                unescape_into(text, name, unescape, version)?;
                 let value_start = text.len();
-                unescape_into(text, &line[colon + 1..], escaped, version)?;
+                unescape_into(text, value, unescape, version)?;
                 Ok::<_, FrameError>(value_start)
             })?;
             // No escape sequence can produce `content-length`: the raw name decides.
-            if content_length.is_none() && &line[..colon] == "content-length" {
+            if content_length.is_none() && name == "content-length" {
                 let value = headers.value(headers.len() - 1).unwrap_or_default();
                 let len: usize = value
                     .parse()
@@ -204,6 +216,7 @@ impl Decoder {
                 }
                 content_length = Some(len);
             }
+            at = next;
         }
         Ok(Head {
             command,
@@ -211,6 +224,44 @@ impl Decoder {
             body_start,
             content_length,
         })
+    }
+}
+
+/// One header line as [`scan_line`] saw it.
+struct Line {
+    /// Index of its `\n` (or the end of the block).
+    end: usize,
+    /// Index of its first `:`.
+    colon: Option<usize>,
+    /// Whether it has a `\` (an escape to undo).
+    backslash: bool,
+}
+
+/// Finds the end of the line starting at `from`, its first colon and whether it has a
+/// backslash, in one pass. Header lines are short (tens of bytes): one loop over them is
+/// cheaper than the three searches (line end, colon, escapes) it replaces, whose set-up
+/// cost dominated for lines this short in the profile of a fan-out subscriber.
+fn scan_line(bytes: &[u8], from: usize) -> Line {
+    let mut colon = None;
+    let mut backslash = false;
+    for (i, &b) in bytes[from..].iter().enumerate() {
+        match b {
+            b'\n' => {
+                return Line {
+                    end: from + i,
+                    colon,
+                    backslash,
+                }
+            }
+            b':' if colon.is_none() => colon = Some(from + i),
+            b'\\' => backslash = true,
+            _ => {}
+        }
+    }
+    Line {
+        end: bytes.len(),
+        colon,
+        backslash,
     }
 }
 

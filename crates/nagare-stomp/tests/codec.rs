@@ -102,6 +102,18 @@ fn escapes_per_version() {
 }
 
 #[test]
+fn escapes_are_undone_per_line_with_crlf_line_ends() {
+    let wire = b"SEND\r\nk\\c1:v\\n\r\nplain:a:b\r\nk2:\\\\\r\n\r\n\0";
+    let f = decode_all(&mut decoder(Version::V1_2), wire)
+        .unwrap()
+        .remove(0);
+    assert_eq!(
+        f.headers.iter().collect::<Vec<_>>(),
+        vec![("k:1", "v\n"), ("plain", "a:b"), ("k2", "\\")]
+    );
+}
+
+#[test]
 fn values_are_not_trimmed_and_first_repeated_header_wins() {
     let f = decode_all(
         &mut decoder(Version::V1_2),
