@@ -160,6 +160,14 @@ pub enum KafkaError {
     /// listener that demands it: Kafka closes the connection too.
     #[error("api key {0} before authentication")]
     Unauthenticated(i16),
+    /// An acks=0 produce that failed: nothing is answered, so, as Kafka does, the
+    /// connection is closed for the producer to notice (and refresh its metadata).
+    #[error("acks=0 produce to {topic}-{partition} failed with error code {code}")]
+    AcksZeroFailed {
+        topic: String,
+        partition: i32,
+        code: i16,
+    },
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }

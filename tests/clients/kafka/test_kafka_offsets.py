@@ -65,8 +65,8 @@ def test_kafka_python_acks_0(nagare):
     assert got == [f"v{i}".encode() for i in range(50)]
 
 
-def produce_v3(correlation, topic, values, acks):
-    """A Produce v3 request (header v1) with one batch of `values` for partition 0."""
+def produce_v3(correlation, topic, values, acks, partition=0):
+    """A Produce v3 request (header v1) with one batch of `values` for `partition`."""
     builder = DefaultRecordBatchBuilder(
         magic=2, compression_type=0, is_transactional=False, producer_id=-1,
         producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
@@ -75,7 +75,7 @@ def produce_v3(correlation, topic, values, acks):
     records = bytes(builder.build())
     name = topic.encode()
     body = (struct.pack(">hhii", -1, acks, 10000, 1) + struct.pack(">h", len(name)) + name
-            + struct.pack(">iii", 1, 0, len(records)) + records)
+            + struct.pack(">iii", 1, partition, len(records)) + records)
     msg = struct.pack(">hhih", 0, 3, correlation, 3) + b"raw" + body
     return struct.pack(">i", len(msg)) + msg
 
@@ -119,3 +119,29 @@ def test_requests_sent_just_before_close_are_all_applied(nagare):
             got.append(m.value())
     c.close()
     assert got == expected
+
+
+def test_failed_acks_0_produce_closes_the_connection(nagare):
+    """As Kafka: an acks=0 produce gets no answer, so when it fails (here, a partition the
+    topic does not have) the broker closes the connection for the producer to notice.
+    What came before it on that connection is stored; the broker keeps serving."""
+    p = Producer({"bootstrap.servers": nagare.kafka})
+    p.produce("acks0-fail", b"first", partition=0)
+    assert p.flush(10) == 0
+    host, port = nagare.kafka.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(produce_v3(1, "acks0-fail", [b"stored"], 0)
+                  + produce_v3(2, "acks0-fail", [b"refused"], 0, partition=7))
+        s.settimeout(10)
+        assert s.recv(4096) == b"", "the connection stays open after a failed acks=0 produce"
+    c = Consumer({"bootstrap.servers": nagare.kafka, "group.id": "unused",
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition("acks0-fail", 0, 0)])
+    got = []
+    deadline = time.time() + 20
+    while len(got) < 2 and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got.append(m.value())
+    c.close()
+    assert got == [b"first", b"stored"]

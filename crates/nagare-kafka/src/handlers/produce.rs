@@ -149,7 +149,20 @@ async fn handle(
         topics.push((name, join_all(work).await));
     }
     if request.acks == 0 {
-        return Ok(Reply::Nothing);
+        let failed = topics.iter().find_map(|(name, parts)| {
+            parts
+                .iter()
+                .find(|(_, o)| o.error_code != 0)
+                .map(|(index, o)| (name, *index, o.error_code))
+        });
+        return match failed {
+            Some((topic, partition, code)) => Err(KafkaError::AcksZeroFailed {
+                topic: topic.clone(),
+                partition,
+                code,
+            }),
+            None => Ok(Reply::Nothing),
+        };
     }
     let version = req.version;
     let responses = topics
