@@ -136,6 +136,14 @@ mod tests {
         for t in tasks {
             t.await.unwrap();
         }
+        // The job hands its turn back just after answering its last waiters, on its own
+        // thread: wait (bounded) for that instead of racing it.
+        for _ in 0..500 {
+            if !syncer.state.lock().running {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         assert!(!syncer.state.lock().running);
         assert!(syncer.state.lock().waiters.is_empty());
     }
