@@ -172,12 +172,7 @@ impl Decoder {
         let mut at = 0;
         while at < bytes.len() {
             let line = scan_line(bytes, at);
-            let next = line.end + 1;
-            let end = if line.end > at && bytes[line.end - 1] == b'\r' {
-                line.end - 1
-            } else {
-                line.end
-            };
+            let (end, next) = (line.end, line.next);
             if end == at {
                 at = next;
                 continue; // the blank line itself
@@ -229,8 +224,10 @@ impl Decoder {
 
 /// One header line as [`scan_line`] saw it.
 struct Line {
-    /// Index of its `\n` (or the end of the block).
+    /// Where its text ends: at its `\n`, or the `\r` before it (or the end of the block).
     end: usize,
+    /// Where the next line starts.
+    next: usize,
     /// Index of its first `:`.
     colon: Option<usize>,
     /// Whether it has a `\` (an escape to undo).
@@ -247,11 +244,13 @@ fn scan_line(bytes: &[u8], from: usize) -> Line {
     for (i, &b) in bytes[from..].iter().enumerate() {
         match b {
             b'\n' => {
+                let line = strip_cr(&bytes[from..from + i]);
                 return Line {
-                    end: from + i,
+                    end: from + line.len(),
+                    next: from + i + 1,
                     colon,
                     backslash,
-                }
+                };
             }
             b':' if colon.is_none() => colon = Some(from + i),
             b'\\' => backslash = true,
@@ -259,7 +258,8 @@ fn scan_line(bytes: &[u8], from: usize) -> Line {
         }
     }
     Line {
-        end: bytes.len(),
+        end: from + strip_cr(&bytes[from..]).len(),
+        next: bytes.len(),
         colon,
         backslash,
     }

@@ -65,6 +65,21 @@ def test_kafka_python_acks_0(nagare):
     assert got == [f"v{i}".encode() for i in range(50)]
 
 
+def partition_values(nagare, topic, n):
+    """Up to `n` values of partition 0 of `topic` from its start (bounded: 20 s)."""
+    c = Consumer({"bootstrap.servers": nagare.kafka, "group.id": "unused",
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = []
+    deadline = time.time() + 20
+    while len(got) < n and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got.append(m.value())
+    c.close()
+    return got
+
+
 def produce_v3(correlation, topic, values, acks, partition=0):
     """A Produce v3 request (header v1) with one batch of `values` for `partition`."""
     builder = DefaultRecordBatchBuilder(
@@ -108,17 +123,7 @@ def test_requests_sent_just_before_close_are_all_applied(nagare):
             correlations.append(correlation)
             answers = answers[4 + size:]
         assert correlations == ([] if acks == 0 else list(range(1, 41)))
-    c = Consumer({"bootstrap.servers": nagare.kafka, "group.id": "unused",
-                  "enable.auto.commit": False})
-    c.assign([TopicPartition("closing", 0, 0)])
-    got = []
-    deadline = time.time() + 20
-    while len(got) < len(expected) and time.time() < deadline:
-        m = c.poll(0.5)
-        if m is not None and m.error() is None:
-            got.append(m.value())
-    c.close()
-    assert got == expected
+    assert partition_values(nagare, "closing", len(expected)) == expected
 
 
 def test_failed_acks_0_produce_closes_the_connection(nagare):
@@ -134,14 +139,4 @@ def test_failed_acks_0_produce_closes_the_connection(nagare):
                   + produce_v3(2, "acks0-fail", [b"refused"], 0, partition=7))
         s.settimeout(10)
         assert s.recv(4096) == b"", "the connection stays open after a failed acks=0 produce"
-    c = Consumer({"bootstrap.servers": nagare.kafka, "group.id": "unused",
-                  "enable.auto.commit": False})
-    c.assign([TopicPartition("acks0-fail", 0, 0)])
-    got = []
-    deadline = time.time() + 20
-    while len(got) < 2 and time.time() < deadline:
-        m = c.poll(0.5)
-        if m is not None and m.error() is None:
-            got.append(m.value())
-    c.close()
-    assert got == [b"first", b"stored"]
+    assert partition_values(nagare, "acks0-fail", 2) == [b"first", b"stored"]
