@@ -1,7 +1,13 @@
 //! Sans-io frame decoder: feed it a buffer, get whole frames out. Bounded by [`Limits`];
 //! remembers how far it has scanned so a frame arriving in many reads costs one pass.
+//!
+//! [`Decoder::decode`] parses every header of a frame (what a broker does with what a
+//! client sends). [`Decoder::decode_raw`] only finds where a frame ends and leaves its
+//! header lines as received, for a client that reads many frames and looks at few of
+//! their headers: a load generator's subscriber spent half its time parsing headers it
+//! never read.
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 
 use crate::error::FrameError;
 use crate::frame::{Command, Frame, Version};
@@ -31,13 +37,39 @@ impl Default for Limits {
 /// Spare bytes in a frame's header text for a value the broker rewrites.
 const REWRITE_ROOM: usize = 64;
 
-/// The parsed head of a frame whose body has not fully arrived yet.
+/// The head of a frame whose body has not fully arrived yet.
 #[derive(Debug)]
 struct Head {
     command: Command,
-    headers: Headers,
+    /// Parsed by [`Decoder::decode`]; left as text by [`Decoder::decode_raw`].
+    headers: Option<Headers>,
+    /// The header block (command line included) ends here, at the blank line's `\n`.
+    block_end: usize,
     body_start: usize,
     content_length: Option<usize>,
+}
+
+/// A frame whose header lines are kept as received, not parsed ([`Decoder::decode_raw`]).
+#[derive(Debug, Clone)]
+pub struct RawFrame {
+    pub command: Command,
+    /// The command line and the header lines, up to the blank line's `\n`.
+    pub head: Bytes,
+    pub body: Bytes,
+    /// The version the head was read under (it decides header escaping).
+    pub version: Version,
+}
+
+impl RawFrame {
+    /// Parses the header lines, as [`Decoder::decode`] would have, within `limits`.
+    pub fn to_frame(&self, limits: &Limits) -> Result<Frame, FrameError> {
+        let (command, headers, _) = parse_head(&self.head, self.version, limits)?;
+        Ok(Frame {
+            command,
+            headers,
+            body: self.body.clone(),
+        })
+    }
 }
 
 #[derive(Debug)]
@@ -69,17 +101,87 @@ impl Decoder {
     /// with `\0\n`-style padding or doubles the terminator) are consumed silently.
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
         if self.head.is_none() {
-            if self.scanned == 0 && !skip_line_ends(buf)? {
-                return Ok(None);
-            }
-            let Some(end) = self.find_blank_line(buf)? else {
+            let Some(end) = self.find_head(buf)? else {
                 return Ok(None);
             };
-            let head = self.parse_head(&buf[..end], end + 1)?;
-            self.scanned = head.body_start;
-            self.head = Some(head);
+            let (command, headers, content_length) =
+                parse_head(&buf[..end], self.version, &self.limits)?;
+            self.start_body(command, Some(headers), end, content_length);
         }
-        let head = self.head.as_ref().expect("head parsed above");
+        let Some((head, frame)) = self.take_frame(buf)? else {
+            return Ok(None);
+        };
+        let headers = match head.headers {
+            Some(h) => h,
+            // The head was found by `decode_raw`: parse it now.
+            None => parse_head(&frame[..head.block_end], self.version, &self.limits)?.1,
+        };
+        Ok(Some(Frame {
+            command: head.command,
+            headers,
+            body: frame.slice(head.body_start..frame.len() - 1),
+        }))
+    }
+
+    /// Takes one whole frame off the front of `buf` like [`decode`](Self::decode), but
+    /// reads of its header lines only `content-length` (to find the frame's end): no
+    /// header is unescaped, checked or copied until [`RawFrame::to_frame`] asks. The
+    /// frame's size stays bounded by `max_frame_bytes`.
+    pub fn decode_raw(&mut self, buf: &mut BytesMut) -> Result<Option<RawFrame>, FrameError> {
+        if self.head.is_none() {
+            let Some(end) = self.find_head(buf)? else {
+                return Ok(None);
+            };
+            let block = &buf[..end];
+            let command = parse_command(block)?;
+            let content_length = raw_content_length(block, &self.limits)?;
+            self.start_body(command, None, end, content_length);
+        }
+        let Some((head, frame)) = self.take_frame(buf)? else {
+            return Ok(None);
+        };
+        Ok(Some(RawFrame {
+            command: head.command,
+            head: frame.slice(..head.block_end),
+            body: frame.slice(head.body_start..frame.len() - 1),
+            version: self.version,
+        }))
+    }
+
+    /// Skips what comes between frames and finds the end of the next header block.
+    fn find_head(&mut self, buf: &mut BytesMut) -> Result<Option<usize>, FrameError> {
+        if self.scanned == 0 && !skip_line_ends(buf)? {
+            return Ok(None);
+        }
+        self.find_blank_line(buf)
+    }
+
+    /// Remembers a frame's head (its block ends at the blank line's `\n`, `end`).
+    fn start_body(
+        &mut self,
+        command: Command,
+        headers: Option<Headers>,
+        end: usize,
+        content_length: Option<usize>,
+    ) {
+        let body_start = end + 1;
+        self.scanned = body_start;
+        self.head = Some(Head {
+            command,
+            headers,
+            block_end: end,
+            body_start,
+            content_length,
+        });
+    }
+
+    /// Once the body and its NUL are buffered: the head and the whole frame (NUL
+    /// included), taken off `buf`.
+    fn take_frame(&mut self, buf: &mut BytesMut) -> Result<Option<(Head, Bytes)>, FrameError> {
+        let head = self
+            .head
+            .as_ref()
+            .expect("a head is parsed before its body");
         let nul = match head.content_length {
             Some(len) => {
                 let nul = head.body_start + len;
@@ -109,14 +211,9 @@ impl Decoder {
                 }
             },
         };
-        let head = self.head.take().expect("head parsed above");
+        let head = self.head.take().expect("checked above");
         self.scanned = 0;
-        let frame = buf.split_to(nul + 1).freeze();
-        Ok(Some(Frame {
-            command: head.command,
-            headers: head.headers,
-            body: frame.slice(head.body_start..nul),
-        }))
+        Ok(Some((head, buf.split_to(nul + 1).freeze())))
     }
 
     /// Index of the `\n` that ends the header block (the blank line), if it is buffered.
@@ -146,80 +243,75 @@ impl Decoder {
         }
         Ok(None)
     }
+}
 
-    fn parse_head(&self, block: &[u8], body_start: usize) -> Result<Head, FrameError> {
-        let (command_line, rest) = match memchr(b'\n', block) {
-            Some(i) => (&block[..i], &block[i + 1..]),
-            None => (block, &block[block.len()..]),
-        };
-        let command_line = strip_cr(command_line);
-        let command = Command::parse(command_line).ok_or_else(|| {
-            FrameError::UnknownCommand(
-                String::from_utf8_lossy(&command_line[..command_line.len().min(64)]).into(),
-            )
-        })?;
-        let escaped = command.escapes_headers() && self.version != Version::V1_0;
-        // Names and values are unescaped into one string (see `Headers`): its size is
-        // at most the block's, plus room for a SEND's `reply-to` rewritten in place
-        // (`/reply-queue/<id>`) without growing it.
-        let mut headers = Headers::with_capacity(block.len() + REWRITE_ROOM, 8);
-        let mut content_length = None;
-        // One UTF-8 check for every header line: pieces cut at the ASCII `\n` and `:`
-        // stay valid, so names and values need no check of their own (checking each
-        // showed in the RPC profile).
-        let rest = std::str::from_utf8(rest).map_err(|_| FrameError::NotUtf8)?;
-        let bytes = rest.as_bytes();
-        let mut at = 0;
-        while at < bytes.len() {
-            let line = scan_line(bytes, at);
-            let (end, next) = (line.end, line.next);
-            if end == at {
-                at = next;
-                continue; // the blank line itself
-            }
-            if end - at > self.limits.max_header_bytes {
-                return Err(FrameError::HeaderTooLong {
-                    limit: self.limits.max_header_bytes,
-                });
-            }
-            if headers.len() == self.limits.max_headers {
-                return Err(FrameError::TooManyHeaders {
-                    limit: self.limits.max_headers,
-                });
-            }
-            let colon = line.colon.ok_or(FrameError::MissingColon)?;
-            let (name, value) = (&rest[at..colon], &rest[colon + 1..end]);
-            // Most lines have no escape at all: they are copied without looking again.
-            let unescape = escaped && line.backslash;
-            let version = self.version;
-            headers.push_with(|text| {
-                unescape_into(text, name, unescape, version)?;
-                let value_start = text.len();
-                unescape_into(text, value, unescape, version)?;
-                Ok::<_, FrameError>(value_start)
-            })?;
-            // No escape sequence can produce `content-length`: the raw name decides.
-            if content_length.is_none() && name == "content-length" {
-                let value = headers.value(headers.len() - 1).unwrap_or_default();
-                let len: usize = value
-                    .parse()
-                    .map_err(|_| FrameError::BadContentLength(value.to_string()))?;
-                if len > self.limits.max_frame_bytes {
-                    return Err(FrameError::TooLarge {
-                        limit: self.limits.max_frame_bytes,
-                    });
-                }
-                content_length = Some(len);
-            }
+/// Parses a header block (command line included, blank line excluded): the command,
+/// the headers unescaped, and the body's length if `content-length` gives it.
+fn parse_head(
+    block: &[u8],
+    version: Version,
+    limits: &Limits,
+) -> Result<(Command, Headers, Option<usize>), FrameError> {
+    let command = parse_command(block)?;
+    let rest = match memchr(b'\n', block) {
+        Some(i) => &block[i + 1..],
+        None => &block[block.len()..],
+    };
+    let escaped = command.escapes_headers() && version != Version::V1_0;
+    // Names and values are unescaped into one string (see `Headers`): its size is
+    // at most the block's, plus room for a SEND's `reply-to` rewritten in place
+    // (`/reply-queue/<id>`) without growing it.
+    let mut headers = Headers::with_capacity(block.len() + REWRITE_ROOM, 8);
+    let mut content_length = None;
+    // One UTF-8 check for every header line: pieces cut at the ASCII `\n` and `:`
+    // stay valid, so names and values need no check of their own (checking each
+    // showed in the RPC profile).
+    let rest = std::str::from_utf8(rest).map_err(|_| FrameError::NotUtf8)?;
+    let bytes = rest.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let line = scan_line(bytes, at);
+        let (end, next) = (line.end, line.next);
+        if end == at {
             at = next;
+            continue; // the blank line itself
         }
-        Ok(Head {
-            command,
-            headers,
-            body_start,
-            content_length,
-        })
+        if end - at > limits.max_header_bytes {
+            return Err(FrameError::HeaderTooLong {
+                limit: limits.max_header_bytes,
+            });
+        }
+        if headers.len() == limits.max_headers {
+            return Err(FrameError::TooManyHeaders {
+                limit: limits.max_headers,
+            });
+        }
+        let colon = line.colon.ok_or(FrameError::MissingColon)?;
+        let (name, value) = (&rest[at..colon], &rest[colon + 1..end]);
+        // Most lines have no escape at all: they are copied without looking again.
+        let unescape = escaped && line.backslash;
+        headers.push_with(|text| {
+            unescape_into(text, name, unescape, version)?;
+            let value_start = text.len();
+            unescape_into(text, value, unescape, version)?;
+            Ok::<_, FrameError>(value_start)
+        })?;
+        // No escape sequence can produce `content-length`: the raw name decides.
+        if content_length.is_none() && name == "content-length" {
+            let value = headers.value(headers.len() - 1).unwrap_or_default();
+            let len: usize = value
+                .parse()
+                .map_err(|_| FrameError::BadContentLength(value.to_string()))?;
+            if len > limits.max_frame_bytes {
+                return Err(FrameError::TooLarge {
+                    limit: limits.max_frame_bytes,
+                });
+            }
+            content_length = Some(len);
+        }
+        at = next;
     }
+    Ok((command, headers, content_length))
 }
 
 /// One header line as [`scan_line`] saw it.
@@ -263,6 +355,43 @@ fn scan_line(bytes: &[u8], from: usize) -> Line {
         colon,
         backslash,
     }
+}
+
+/// The command on a header block's first line.
+fn parse_command(block: &[u8]) -> Result<Command, FrameError> {
+    let line = match memchr(b'\n', block) {
+        Some(i) => &block[..i],
+        None => block,
+    };
+    let line = strip_cr(line);
+    Command::parse(line).ok_or_else(|| {
+        FrameError::UnknownCommand(String::from_utf8_lossy(&line[..line.len().min(64)]).into())
+    })
+}
+
+/// The first `content-length` of a header block, found with one substring search instead
+/// of a pass over each line. Its raw name decides, as in [`parse_head`] (no escape sequence
+/// can produce that name), and a value that is not a length is refused the same way.
+fn raw_content_length(block: &[u8], limits: &Limits) -> Result<Option<usize>, FrameError> {
+    let Some(at) = memchr::memmem::find(block, b"\ncontent-length:") else {
+        return Ok(None);
+    };
+    let value = &block[at + b"\ncontent-length:".len()..];
+    let value = match memchr(b'\n', value) {
+        Some(i) => &value[..i],
+        None => value,
+    };
+    let value = strip_cr(value);
+    let len: usize = std::str::from_utf8(value)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| FrameError::BadContentLength(String::from_utf8_lossy(value).into()))?;
+    if len > limits.max_frame_bytes {
+        return Err(FrameError::TooLarge {
+            limit: limits.max_frame_bytes,
+        });
+    }
+    Ok(Some(len))
 }
 
 /// Drops `\n`, `\r\n` and NULs before a frame; false if the buffer ends inside a `\r\n`.

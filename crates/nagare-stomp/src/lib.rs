@@ -47,7 +47,7 @@ use nagare_listener::Connection;
 
 pub use bytes;
 pub use config::Config;
-pub use decode::{Decoder, Limits};
+pub use decode::{Decoder, Limits, RawFrame};
 pub use dest::{Dest, DestError};
 pub use encode::{encode, FrameWriter};
 pub use error::{FrameError, StompError};

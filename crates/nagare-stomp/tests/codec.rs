@@ -2,7 +2,7 @@
 //! content-length bodies with NULs, frames split across reads and many per read, limits.
 
 use nagare_stomp::bytes::BytesMut;
-use nagare_stomp::{encode, Command, Decoder, Frame, FrameError, Limits, Version};
+use nagare_stomp::{encode, Command, Decoder, Frame, FrameError, Limits, RawFrame, Version};
 
 fn decoder(v: Version) -> Decoder {
     let mut d = Decoder::new(Limits::default());
@@ -14,6 +14,15 @@ fn decode_all(d: &mut Decoder, bytes: &[u8]) -> Result<Vec<Frame>, FrameError> {
     let mut buf = BytesMut::from(bytes);
     let mut out = Vec::new();
     while let Some(f) = d.decode(&mut buf)? {
+        out.push(f);
+    }
+    Ok(out)
+}
+
+fn decode_all_raw(d: &mut Decoder, bytes: &[u8]) -> Result<Vec<RawFrame>, FrameError> {
+    let mut buf = BytesMut::from(bytes);
+    let mut out = Vec::new();
+    while let Some(f) = d.decode_raw(&mut buf)? {
         out.push(f);
     }
     Ok(out)
@@ -207,4 +216,103 @@ fn body_without_content_length_is_bounded_even_when_complete() {
         decode_all(&mut d, &wire),
         Err(FrameError::TooLarge { .. })
     ));
+}
+
+/// Frames of every shape the decoder knows: CRLF and LF lines, heart-beats and stray NULs
+/// between frames, counted bodies holding NULs, escaped headers, a repeated
+/// `content-length` (the first wins), a header whose value merely mentions it.
+const MIXED: &[u8] = b"\n\r\nSEND\r\ndestination:/queue/a\r\ncontent-length:3\r\n\r\na\0b\0\0\nMESSAGE\nmessage-id:t\\c1\\\\x\nx:ncontent-length:9\ncontent-length:4\ncontent-length:1\n\nbody\0\0RECEIPT\nreceipt-id:7\n\n\0";
+
+#[test]
+fn raw_frames_parse_to_the_frames_decode_gives_at_every_split() {
+    let whole = decode_all(&mut decoder(Version::V1_2), MIXED).unwrap();
+    assert_eq!(whole.len(), 3);
+    assert_eq!(whole[1].header("message-id"), Some("t:1\\x"));
+    for cut in 0..MIXED.len() {
+        let mut d = decoder(Version::V1_2);
+        let mut buf = BytesMut::new();
+        let mut got = Vec::new();
+        for piece in [&MIXED[..cut], &MIXED[cut..]] {
+            buf.extend_from_slice(piece);
+            while let Some(raw) = d.decode_raw(&mut buf).unwrap() {
+                assert_eq!(raw.version, Version::V1_2);
+                got.push(raw.to_frame(&Limits::default()).unwrap());
+            }
+        }
+        assert_eq!(got, whole, "cut at {cut}");
+    }
+}
+
+#[test]
+fn raw_and_parsed_decoding_may_alternate_on_one_connection() {
+    let mut d = decoder(Version::V1_2);
+    let mut buf = BytesMut::new();
+    let mut got = Vec::new();
+    // Each frame arrives in two reads; the head is found by one call, the frame taken by
+    // the other kind of call.
+    for (i, byte) in MIXED.iter().enumerate() {
+        buf.extend_from_slice(&[*byte]);
+        let frame = if i % 2 == 0 {
+            d.decode(&mut buf).unwrap()
+        } else {
+            d.decode_raw(&mut buf)
+                .unwrap()
+                .map(|r| r.to_frame(&Limits::default()).unwrap())
+        };
+        got.extend(frame);
+    }
+    assert_eq!(got, decode_all(&mut decoder(Version::V1_2), MIXED).unwrap());
+}
+
+#[test]
+fn raw_decoding_reads_no_header_but_content_length() {
+    let limits = Limits {
+        max_frame_bytes: 1024,
+        max_headers: 2,
+        max_header_bytes: 32,
+    };
+    // Too many headers for a parse, or a header that is not UTF-8: found whole all the
+    // same, and refused only once parsed.
+    type Refused = fn(&FrameError) -> bool;
+    let cases: &[(&[u8], Refused)] = &[
+        (b"MESSAGE\na:1\nb:2\nc:3\n\nhi\0", |e| {
+            matches!(e, FrameError::TooManyHeaders { .. })
+        }),
+        (b"MESSAGE\nb:\xff\n\nhi\0", |e| *e == FrameError::NotUtf8),
+    ];
+    for (wire, refused) in cases {
+        let raw = decode_all_raw(&mut Decoder::new(limits), wire)
+            .unwrap()
+            .remove(0);
+        assert_eq!(raw.command, Command::Message);
+        assert_eq!(&raw.body[..], b"hi");
+        let err = raw.to_frame(&limits).expect_err("refused once parsed");
+        assert!(refused(&err), "{err:?}");
+    }
+    // What decides where a frame ends is checked as strictly as by `decode`.
+    let cases: &[(&[u8], FrameError)] = &[
+        (b"FOO\n\n\0", FrameError::UnknownCommand("FOO".into())),
+        (
+            b"SEND\ncontent-length:x\n\n\0",
+            FrameError::BadContentLength("x".into()),
+        ),
+        (b"SEND\ncontent-length:1\n\nab\0", FrameError::MissingNul(1)),
+        (b"\rX", FrameError::BareCarriageReturn),
+    ];
+    for (wire, err) in cases {
+        assert_eq!(
+            decode_all_raw(&mut Decoder::new(limits), wire).map(|f| f.len()),
+            Err(err.clone())
+        );
+    }
+    for wire in [
+        [b"SEND\n\n".as_slice(), &[b'x'; 2000]].concat(),
+        b"SEND\ncontent-length:999999\n\n".to_vec(),
+        [b"SEND\nx:".as_slice(), &[b'x'; 2000]].concat(),
+    ] {
+        assert!(matches!(
+            decode_all_raw(&mut Decoder::new(limits), &wire),
+            Err(FrameError::TooLarge { .. })
+        ));
+    }
 }

@@ -16,7 +16,7 @@ use hdrhistogram::Histogram;
 use nagare_stomp::Command;
 use tokio::io::AsyncWriteExt;
 
-use super::stomp::{fail_on_error, put_frame, run_tag, BrokerArgs, Stomp};
+use super::stomp::{put_frame, run_tag, BrokerArgs, Stomp};
 use super::{report, stall, stamp};
 
 #[derive(Debug, Args)]
@@ -232,11 +232,11 @@ async fn receive(s: Stomp, shared: Arc<Shared>) -> anyhow::Result<Option<Histogr
     let mut got = 0;
     while got < shared.messages {
         frames.clear();
-        let read = rd.next_batch(&mut frames);
+        let read = rd.next_raw_batch(&mut frames);
         let stalled = |_| shared.stalled("subscriber waiting for a MESSAGE");
         stall::bounded(&shared.delivered, shared.idle, read, stalled).await?;
         for f in &frames {
-            fail_on_error(f)?;
+            rd.fail_on_raw_error(f)?;
             if f.command != Command::Message {
                 continue;
             }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use bytes::{BufMut, BytesMut};
 use clap::{Args, ValueEnum};
-use nagare_stomp::{Command, Decoder, Frame, Limits, Version};
+use nagare_stomp::{Command, Decoder, Frame, Limits, RawFrame, Version};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -153,6 +153,34 @@ impl Reader {
         out.push(self.next_any().await?);
         while let Some(f) = self.decoder.decode(&mut self.buf)? {
             out.push(f);
+        }
+        Ok(())
+    }
+
+    /// Every frame already buffered, reading once if there is none, with their header
+    /// lines left unparsed (ERROR included): for a subscriber that only reads bodies, so
+    /// that the load generator is not what limits a fan-out run.
+    pub(super) async fn next_raw_batch(&mut self, out: &mut Vec<RawFrame>) -> anyhow::Result<()> {
+        loop {
+            if let Some(f) = self.decoder.decode_raw(&mut self.buf)? {
+                out.push(f);
+                break;
+            }
+            self.buf.reserve(64 * 1024);
+            if self.rd.read_buf(&mut self.buf).await? == 0 {
+                bail!("connection closed by the broker");
+            }
+        }
+        while let Some(f) = self.decoder.decode_raw(&mut self.buf)? {
+            out.push(f);
+        }
+        Ok(())
+    }
+
+    /// An ERROR frame read raw as an error, parsed for its `message` header.
+    pub(super) fn fail_on_raw_error(&self, f: &RawFrame) -> anyhow::Result<()> {
+        if f.command == Command::Error {
+            fail_on_error(&f.to_frame(self.decoder.limits())?)?;
         }
         Ok(())
     }
