@@ -70,10 +70,17 @@ def run_rpc(ctx) -> Section:
                         fill(Row("RPC", wl, "Go: nats.go / raw STOMP", "throughput", "req/s", "higher",
                                  sides["peer"]), res, "per_sec"),
                     ]
+        sec.rows.append(rpc_floor(ctx, sec, nl))
     finally:
         ctx.nagare.stop()
         peer.stop()
     sec.notes += [
+        "Floor: `nagare-bench-client floor -procs` sends the same lock-step requests through a relay "
+        "process that only copies bytes between two loopback connections to an echoing process: the "
+        "path of an RPC over a broker (four socket hand-offs across three processes) with no broker "
+        "work at all. No broker's lock-step p50 can be below it on this machine; on these 2 virtual "
+        "CPUs it is far above 50 µs (inside one process, `floor` without `-procs`, the same relay "
+        "takes tens of µs: the cost is in waking other processes, not in the bytes).",
         "Same shape on both sides: one responder connection answers n with n+1; c client connections "
         "each have their own reply address and split the requests; every reply is checked (value, "
         "exactly once). NATS: nats.go publishes with a reply subject `INBOX.<n>` under one wildcard "
@@ -93,6 +100,22 @@ def run_rpc(ctx) -> Section:
         "above), so part of its throughput lead there comes from the cheaper client.",
     ]
     return sec
+
+
+def rpc_floor(ctx, sec, n) -> Row:
+    """The lock-step round trip with no broker (a relay process that copies bytes), once a
+    round: what the < 50 µs goal is up against on this machine."""
+    cmd = [ctx.go_client, "floor", "-procs", "-n", n]
+    ctx.record_commands(sec, "rpc lock-step floor (no broker)", {"no broker": cmd})
+    vals = []
+    for r in range(ctx.rounds):
+        try:
+            vals.append(parse_result(run(cmd, 300, what=f"rpc-floor-{r}"))["p50_us"])
+        except BenchError as e:
+            sec.problems.append(f"rpc floor round {r + 1}: {e}")
+    log(f"rpc lock-step floor (no broker): p50 {vals} µs")
+    return Row("RPC", f"lock-step floor, c = 1, no broker: a relay process that only copies bytes ({n:,} requests)",
+               "Go: floor -procs", "round trip p50", "µs", "lower", "", nagare_vals=vals)
 
 
 def run_stomp(ctx, name: str) -> Section:

@@ -7,6 +7,7 @@
 //	forward  Fluentd forward Message mode: one event per request, chunk acks, pipelined
 //	txn      Kafka transactional produce (franz-go): begin, produce for D ms, commit
 //	txn-consume  Kafka read_committed consume of a topic from its start (franz-go)
+//	floor    the loopback round trip with no broker (a relay that only copies bytes)
 //
 // Each prints a summary and one `RESULT key=value...` line.
 package main
@@ -38,6 +39,8 @@ func main() {
 		err = txnMain(args)
 	case "txn-consume":
 		err = txnConsumeMain(args)
+	case "floor":
+		err = floorMain(args)
 	default:
 		usage()
 	}
@@ -48,7 +51,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: nagare-bench-client rpc|queue|fanout|forward|txn|txn-consume [flags] (-h for each)")
+	fmt.Fprintln(os.Stderr, "usage: nagare-bench-client rpc|queue|fanout|forward|txn|txn-consume|floor [flags] (-h for each)")
 	os.Exit(2)
 }
 
