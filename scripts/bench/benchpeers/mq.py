@@ -106,7 +106,7 @@ def rpc_floor(ctx, sec, n) -> Row:
     """The lock-step round trip with no broker (a relay process that copies bytes), once a
     round: what the < 50 µs goal is up against on this machine."""
     cmd = [ctx.go_client, "floor", "-procs", "-n", n]
-    ctx.record_commands(sec, "rpc lock-step floor (no broker)", {"no broker": cmd})
+    ctx.record_commands(sec, "rpc lock-step floor", {"no broker": cmd})
     vals = []
     for r in range(ctx.rounds):
         try:

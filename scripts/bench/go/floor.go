@@ -129,7 +129,8 @@ func serveRole(serve func(net.Conn)) error {
 // listens on; the child exits when its connection closes.
 func spawnRole(args ...string) (string, error) {
 	cmd := exec.Command(os.Args[0], append([]string{"floor"}, args...)...)
-	cmd.Stderr = os.Stderr
+	// Not this process's stderr: a child must not hold the caller's pipes open.
+	cmd.Stderr = nil
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return "", err
@@ -167,6 +168,10 @@ func relayTo(c net.Conn, addr string) {
 		return
 	}
 	defer up.Close()
-	go io.Copy(up, c)
+	go func() {
+		io.Copy(up, c)
+		// The requester is gone: end the responder's side too, so both exit.
+		up.Close()
+	}()
 	io.Copy(c, up)
 }
