@@ -6,7 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use nagare_stomp::bytes::BytesMut;
-use nagare_stomp::{encode, Decoder, Frame, Limits, RawFrame, Version};
+use nagare_stomp::{encode, Decoder, Frame, FrameError, Limits, RawFrame, Version};
 
 fn limits() -> Limits {
     Limits {
@@ -16,7 +16,12 @@ fn limits() -> Limits {
     }
 }
 
-fn decode_pieces(version: Version, pieces: &[&[u8]]) -> Vec<Frame> {
+/// Frames `next` takes off the pieces fed in turn, until its first error.
+fn frames_of<T>(
+    version: Version,
+    pieces: &[&[u8]],
+    next: impl Fn(&mut Decoder, &mut BytesMut) -> Result<Option<T>, FrameError>,
+) -> Vec<T> {
     let mut d = Decoder::new(limits());
     d.version = version;
     let mut buf = BytesMut::new();
@@ -24,12 +29,8 @@ fn decode_pieces(version: Version, pieces: &[&[u8]]) -> Vec<Frame> {
     for p in pieces {
         buf.extend_from_slice(p);
         loop {
-            match d.decode(&mut buf) {
-                Ok(Some(f)) => {
-                    assert!(f.body.len() <= limits().max_frame_bytes);
-                    assert!(f.headers.len() <= limits().max_headers);
-                    out.push(f);
-                }
+            match next(&mut d, &mut buf) {
+                Ok(Some(f)) => out.push(f),
                 Ok(None) => break,
                 Err(_) => return out,
             }
@@ -38,26 +39,21 @@ fn decode_pieces(version: Version, pieces: &[&[u8]]) -> Vec<Frame> {
     out
 }
 
-/// Frames found by `decode_raw` until its first error.
-fn decode_raw_pieces(version: Version, pieces: &[&[u8]]) -> Vec<RawFrame> {
-    let mut d = Decoder::new(limits());
-    d.version = version;
-    let mut buf = BytesMut::new();
-    let mut out = Vec::new();
-    for p in pieces {
-        buf.extend_from_slice(p);
-        loop {
-            match d.decode_raw(&mut buf) {
-                Ok(Some(f)) => {
-                    assert!(f.head.len() + f.body.len() <= 2 * limits().max_frame_bytes + 2);
-                    out.push(f);
-                }
-                Ok(None) => break,
-                Err(_) => return out,
-            }
-        }
+fn decode_pieces(version: Version, pieces: &[&[u8]]) -> Vec<Frame> {
+    let frames = frames_of(version, pieces, Decoder::decode);
+    for f in &frames {
+        assert!(f.body.len() <= limits().max_frame_bytes);
+        assert!(f.headers.len() <= limits().max_headers);
     }
-    out
+    frames
+}
+
+fn decode_raw_pieces(version: Version, pieces: &[&[u8]]) -> Vec<RawFrame> {
+    let frames = frames_of(version, pieces, Decoder::decode_raw);
+    for f in &frames {
+        assert!(f.head.len() + f.body.len() <= 2 * limits().max_frame_bytes + 2);
+    }
+    frames
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -66,7 +62,10 @@ fuzz_target!(|data: &[u8]| {
         // Raw decoding checks less (no header limits until parsed), so it may find more
         // frames, never fewer, and the ones both find are the same.
         let raw = decode_raw_pieces(version, &[data]);
-        assert!(raw.len() >= whole.len(), "decode_raw stopped earlier than decode");
+        assert!(
+            raw.len() >= whole.len(),
+            "decode_raw stopped earlier than decode"
+        );
         for (r, f) in raw.iter().zip(&whole) {
             assert_eq!(r.to_frame(&limits()).as_ref(), Ok(f));
         }

@@ -64,6 +64,7 @@ mod topic_name;
 mod topic_store;
 mod traffic;
 pub mod transactions;
+pub mod turn;
 
 pub use broker::Broker;
 pub use broker_configs::{BrokerScope, ConfigEntry, ConfigSynonym};

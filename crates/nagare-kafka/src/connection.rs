@@ -6,6 +6,8 @@
 //! Produce requests, which may overlap: each appends as soon as it is started (in request
 //! order), and their waits for the fsync that acks=all calls for run together, so the
 //! in-flight requests of one producer share group commits instead of paying one fsync each.
+//! Started requests live in an [`Inflight`] set, which finishes in one poll what waits
+//! only a turn (the Produce requests of one read queueing for one write).
 //!
 //! Every request holds memory from the listener's request pool (`memory_pool.rs`) from
 //! the moment its size is read until it is answered; while the pool is short the
@@ -16,8 +18,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use futures_util::stream::FuturesOrdered;
-use futures_util::{FutureExt, StreamExt};
+use futures_util::FutureExt;
 use kafka_protocol::messages::ApiKey;
 use nagare_listener::Stream;
 use tokio::io::AsyncReadExt;
@@ -25,6 +26,7 @@ use tokio::sync::watch;
 
 use crate::codec::{self, RequestError};
 use crate::handlers::{self, api_versions};
+use crate::inflight::Inflight;
 use crate::memory_pool::{Lease, TooLargeForPool};
 use crate::meters::RequestTimer;
 use crate::output::OutQueue;
@@ -53,7 +55,7 @@ pub(crate) async fn run(
     session: Arc<Session>,
     shutdown: watch::Receiver<bool>,
 ) -> Result<(), KafkaError> {
-    let mut inflight: FuturesOrdered<Pending> = FuturesOrdered::new();
+    let mut inflight: Inflight<Pending> = Inflight::default();
     let result = serve(stream, state, session, shutdown, &mut inflight).await;
     // However the connection ended (the client closed it right after an acks=0 produce,
     // a write failed, a later request was refused), the requests it had started are
@@ -67,7 +69,7 @@ async fn serve(
     state: Arc<KafkaState>,
     session: Arc<Session>,
     mut shutdown: watch::Receiver<bool>,
-    inflight: &mut FuturesOrdered<Pending>,
+    inflight: &mut Inflight<Pending>,
 ) -> Result<(), KafkaError> {
     let limit = state.config.max_request_bytes as usize;
     let flush_at = state.config.max_pending_response_bytes as usize;
@@ -174,7 +176,7 @@ async fn serve(
 /// Waits for every started request and queues the answers; an error closes the connection
 /// after the answers before it are written.
 async fn finish(
-    inflight: &mut FuturesOrdered<Pending>,
+    inflight: &mut Inflight<Pending>,
     out: &mut OutQueue,
     stream: &mut Stream,
 ) -> Result<(), KafkaError> {

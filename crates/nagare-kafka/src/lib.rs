@@ -14,6 +14,7 @@ pub mod errors;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod handlers;
+mod inflight;
 mod internal_topics;
 mod memory_pool;
 mod meters;

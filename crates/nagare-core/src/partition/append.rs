@@ -8,9 +8,9 @@
 //!    appends everything queued at that moment as one group: sequence checks, one
 //!    vectored write to the page cache, one wake-up of the readers (producers on many
 //!    connections share the work instead of queueing on the log's lock one write at a
-//!    time); Kafka's pipelined Produce requests wait one scheduler turn in the queue
-//!    first ([`Partition::append_batches_together`]), so the requests of one read go
-//!    out in one write;
+//!    time); Kafka's pipelined Produce requests wait one turn in the queue first
+//!    ([`Partition::append_batches_together`]), so the requests of one read go out in
+//!    one write;
 //! 4. the caller then waits for the fsync its ack level and the topic's flush policy
 //!    call for; waiters queue without a thread, and one fsync covers every offset
 //!    appended before it started (group commit).
@@ -92,9 +92,9 @@ impl Partition {
 
     /// [`append_batches`](Self::append_batches) for a front end that starts the appends
     /// of several requests in one turn (Kafka's pipelined Produce requests of one
-    /// connection): the batches wait in the queue for one scheduler turn before the
-    /// append, so the requests started in that turn reach the log in one write instead
-    /// of one write each.
+    /// connection): the batches wait in the queue for one turn (`crate::turn`) before
+    /// the append, so the requests started together reach the log in one write
+    /// instead of one write each.
     pub async fn append_batches_together(
         &self,
         batches: Vec<BytesMut>,
@@ -155,12 +155,10 @@ impl Partition {
             log,
         };
         if together {
-            // tokio's yield lets the runtime poll its I/O driver before this task runs
-            // again, which keeps the connection's other Produce requests (polled in
-            // the same turn) queueing first. A self-wake without that deferral was
-            // tried: the connection's futures then queued two by two, and the
-            // self-wakes woke idle workers (more futex calls, less throughput).
-            tokio::task::yield_now().await;
+            // One turn, so that the connection's other Produce requests (polled after
+            // this one) queue first; the turn hands its waker back to the caller rather
+            // than waking itself (`crate::turn`).
+            crate::turn::yield_turn().await;
         }
         drop(appender);
         let mut answers = Vec::with_capacity(count);

@@ -232,6 +232,8 @@ mod acl_tests;
 #[cfg(test)]
 mod group_tests;
 #[cfg(test)]
+mod produce_order_tests;
+#[cfg(test)]
 mod test_support;
 #[cfg(test)]
 mod tests;

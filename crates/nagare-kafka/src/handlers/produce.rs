@@ -101,52 +101,59 @@ async fn handle(
         (!session.allowed(Operation::Write, ResourceType::TransactionalId, id))
             .then_some("not authorized to use this transactional id")
     });
-    let mut topics = Vec::with_capacity(request.topic_data.len());
-    for topic in request.topic_data {
+    // Every partition of every topic is started at once, so that each queues its batches
+    // in this turn: a pipelined request behind this one must not append anywhere before
+    // this one has queued there (topics one after another would let it, from the second
+    // topic on, and an idempotent producer would see its batches out of sequence).
+    let mut names = Vec::with_capacity(request.topic_data.len());
+    let mut work = Vec::new();
+    for (t, topic) in request.topic_data.into_iter().enumerate() {
         let name: String = topic.name.to_string();
         // One check per topic, not per partition or record (cached per connection).
         let authorized = session.topic_allowed(Operation::Write, &name);
-        let work: Vec<_> = topic
-            .partition_data
-            .into_iter()
-            .map(|p| {
-                let state = state.clone();
-                let name = name.clone();
-                async move {
-                    let outcome = match (ack, transaction_error) {
-                        (None, _) => Outcome::error(
-                            ResponseError::InvalidRequiredAcks,
-                            "acks must be 0, 1 or -1",
-                        ),
-                        (Some(_), Some(reason)) => Outcome::error(
-                            ResponseError::TransactionalIdAuthorizationFailed,
-                            reason,
-                        ),
-                        (Some(_), None) if !authorized => Outcome::error(
-                            ResponseError::TopicAuthorizationFailed,
-                            "not authorized to write to this topic",
-                        ),
-                        (Some(ack), None) => {
-                            produce_partition(
-                                &state,
-                                &name,
-                                p.index,
-                                p.records,
-                                ack,
-                                transactional_id.map(|t| &**t),
-                                req.followed,
-                            )
-                            .await
-                        }
-                    };
-                    if let Some(error) = outcome.rejected() {
-                        rejected::report(error, &name, p.index, outcome.message.as_deref());
+        for p in topic.partition_data {
+            let state = state.clone();
+            let name = name.clone();
+            work.push(async move {
+                let outcome = match (ack, transaction_error) {
+                    (None, _) => Outcome::error(
+                        ResponseError::InvalidRequiredAcks,
+                        "acks must be 0, 1 or -1",
+                    ),
+                    (Some(_), Some(reason)) => {
+                        Outcome::error(ResponseError::TransactionalIdAuthorizationFailed, reason)
                     }
-                    (p.index, outcome)
+                    (Some(_), None) if !authorized => Outcome::error(
+                        ResponseError::TopicAuthorizationFailed,
+                        "not authorized to write to this topic",
+                    ),
+                    (Some(ack), None) => {
+                        produce_partition(
+                            &state,
+                            &name,
+                            p.index,
+                            p.records,
+                            ack,
+                            transactional_id.map(|t| &**t),
+                            req.followed,
+                        )
+                        .await
+                    }
+                };
+                if let Some(error) = outcome.rejected() {
+                    rejected::report(error, &name, p.index, outcome.message.as_deref());
                 }
-            })
-            .collect();
-        topics.push((name, join_all(work).await));
+                (t, p.index, outcome)
+            });
+        }
+        names.push(name);
+    }
+    let mut topics: Vec<(String, Vec<(i32, Outcome)>)> =
+        names.into_iter().map(|name| (name, Vec::new())).collect();
+    for (t, index, outcome) in join_all(work).await {
+        if let Some((_, parts)) = topics.get_mut(t) {
+            parts.push((index, outcome));
+        }
     }
     if request.acks == 0 {
         let failed = topics.iter().find_map(|(name, parts)| {
