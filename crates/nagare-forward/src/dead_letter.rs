@@ -40,7 +40,7 @@ pub fn batch(letter: &Letter<'_>, max_message_bytes: usize) -> BytesMut {
     let tag = &letter.tag[..letter.tag.len().min(MAX_HEADER_VALUE)];
     let topic = &letter.topic.as_bytes()[..letter.topic.len().min(MAX_HEADER_VALUE)];
     let detail = &letter.detail.as_bytes()[..letter.detail.len().min(MAX_HEADER_VALUE)];
-    let mut digits = [0u8; 40];
+    let mut digits = itoa::Buffer::new();
     let ns = fmt_nanos(&mut digits, letter.time);
     let full = letter.record.len().to_string();
     let headers_len = [

@@ -365,7 +365,7 @@ pub fn build_batch(
             rejected.push(refused(from + i, Reason::TooLarge));
             continue;
         }
-        let mut digits = [0u8; 40];
+        let mut digits = itoa::Buffer::new();
         let ns = fmt_nanos(&mut digits, e.time);
         let size = RECORD_OVERHEAD + value.len() + req.tag.len() + ns.len();
         if !w.is_empty() && w.len() + size > budget {
@@ -389,47 +389,17 @@ fn refused(index: usize, reason: Reason) -> Rejected {
     Rejected { index, reason }
 }
 
-/// Decimal nanoseconds since the epoch. u64 arithmetic when it fits (until 2554):
-/// 128-bit division by 10 is a slow library call, and this runs for every event.
-pub(crate) fn fmt_nanos(buf: &mut [u8; 40], t: EventTime) -> &[u8] {
-    if let Some(ns) = u64::try_from(t.secs)
+/// Decimal nanoseconds since the epoch. u64 formatting when it fits (until 2554):
+/// 128-bit division is a slow library call, and this runs for every event.
+pub(crate) fn fmt_nanos(buf: &mut itoa::Buffer, t: EventTime) -> &[u8] {
+    match u64::try_from(t.secs)
         .ok()
         .and_then(|s| s.checked_mul(1_000_000_000))
         .and_then(|s| s.checked_add(t.nanos as u64))
     {
-        let mut i = buf.len();
-        let mut u = ns;
-        loop {
-            i -= 1;
-            buf[i] = b'0' + (u % 10) as u8;
-            u /= 10;
-            if u == 0 {
-                break;
-            }
-        }
-        return &buf[i..];
+        Some(ns) => buf.format(ns).as_bytes(),
+        None => buf.format(t.total_nanos()).as_bytes(),
     }
-    fmt_i128(buf, t.total_nanos())
-}
-
-/// Decimal digits of `v` in `buf`.
-fn fmt_i128(buf: &mut [u8; 40], v: i128) -> &[u8] {
-    let mut i = buf.len();
-    let neg = v < 0;
-    let mut u = v.unsigned_abs();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (u % 10) as u8;
-        u /= 10;
-        if u == 0 {
-            break;
-        }
-    }
-    if neg {
-        i -= 1;
-        buf[i] = b'-';
-    }
-    &buf[i..]
 }
 
 /// The reply to a request that carried `chunk`: `{"ack": <chunk>}` with the chunk value
@@ -445,7 +415,7 @@ mod tests {
 
     #[test]
     fn nanos_text_for_every_range() {
-        let mut b = [0u8; 40];
+        let mut b = itoa::Buffer::new();
         let t = |secs, nanos| EventTime { secs, nanos };
         assert_eq!(
             fmt_nanos(&mut b, t(1_700_000_000, 5)),

@@ -101,18 +101,8 @@ impl Writer<'_> {
     }
 }
 
-fn push_u64(out: &mut Vec<u8>, mut u: u64) {
-    let mut tmp = [0u8; 20];
-    let mut i = tmp.len();
-    loop {
-        i -= 1;
-        tmp[i] = b'0' + (u % 10) as u8;
-        u /= 10;
-        if u == 0 {
-            break;
-        }
-    }
-    extend_small(out, &tmp[i..]);
+fn push_u64(out: &mut Vec<u8>, u: u64) {
+    extend_small(out, itoa::Buffer::new().format(u).as_bytes());
 }
 
 fn push_i64(out: &mut Vec<u8>, i: i64) {
@@ -154,15 +144,29 @@ static ESCAPE: [bool; 256] = {
     t
 };
 
-/// Short runs are pushed byte by byte: records are mostly short strings, and a memmove
-/// call per run cost more than the copy.
+/// Short runs are copied in fixed pieces of 8, 4, 2 and 1 bytes, each an inline move:
+/// records are mostly short strings, and a memmove call per run (or a push per byte)
+/// cost more than the copy.
 fn extend_small(out: &mut Vec<u8>, s: &[u8]) {
-    if s.len() <= 16 {
-        for &b in s {
-            out.push(b);
-        }
-    } else {
+    if s.len() > 16 {
         out.extend_from_slice(s);
+        return;
+    }
+    let mut rest = s;
+    while let Some((piece, tail)) = rest.split_first_chunk::<8>() {
+        out.extend_from_slice(piece);
+        rest = tail;
+    }
+    if let Some((piece, tail)) = rest.split_first_chunk::<4>() {
+        out.extend_from_slice(piece);
+        rest = tail;
+    }
+    if let Some((piece, tail)) = rest.split_first_chunk::<2>() {
+        out.extend_from_slice(piece);
+        rest = tail;
+    }
+    if let Some(&b) = rest.first() {
+        out.push(b);
     }
 }
 
@@ -317,6 +321,31 @@ mod tests {
         let mut out = Vec::new();
         push_str(&mut out, mixed.as_bytes());
         assert_eq!(serde_json::from_slice::<String>(&out).unwrap(), mixed);
+    }
+
+    #[test]
+    fn strings_and_integers_of_every_length_copy_whole() {
+        for len in 0..40 {
+            let s: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            for esc in [None, Some(len / 2)] {
+                let mut s = s.clone();
+                if let Some(at) = esc.filter(|&at| at < len) {
+                    s[at] = b'"';
+                }
+                let mut out = b"x".to_vec();
+                push_str(&mut out, &s);
+                let got: String = serde_json::from_slice(&out[1..]).unwrap();
+                assert_eq!(got.as_bytes(), &s[..], "length {len}");
+            }
+        }
+        for u in [0, 9, 10, 99, 12345678, u64::MAX] {
+            let mut out = Vec::new();
+            push_u64(&mut out, u);
+            assert_eq!(out, u.to_string().as_bytes());
+        }
+        let mut out = Vec::new();
+        push_i64(&mut out, i64::MIN);
+        assert_eq!(out, i64::MIN.to_string().as_bytes());
     }
 
     #[test]

@@ -48,7 +48,7 @@ def run_section(ctx) -> Section:
                 return {"mb_per_sec": res["mb_per_sec"], "per_sec": res["per_sec"], "p99_us": res["p99_us"]}
 
             log(f"{label}: {n:,} records, next to {dd_label} {mib} MiB, {ctx.rounds} rounds")
-            res = alternate(ctx.rounds, label, sides, one)
+            res = alternate(ctx.rounds, label, sides, one, writes=True)
             wl = f"{label} ({n:,} records)"
             sec.rows += [
                 fill(Row("disk", wl, "nagare bench produce", "records/s", "records/s", "higher", ""), res, "per_sec"),

@@ -35,7 +35,7 @@ def run_section(ctx) -> Section:
             return res
 
         log(f"PackedForward with ack: {n:,} events, {ctx.rounds} rounds")
-        res = alternate(ctx.rounds, "PackedForward", sides, packed)
+        res = alternate(ctx.rounds, "PackedForward", sides, packed, writes=True)
         wl = f"PackedForward, 1000 events per chunk, acks ({n:,} events of ~100 B, 4 connections)"
         sec.rows += [
             fill(Row("forward", wl, "nagare bench forward", "throughput", "events/s", "higher", sides["peer"],
@@ -58,7 +58,7 @@ def run_section(ctx) -> Section:
             return res
 
         log(f"Message mode: {nm:,} events, {ctx.rounds} rounds")
-        res = alternate(ctx.rounds, "Message mode", sides, message)
+        res = alternate(ctx.rounds, "Message mode", sides, message, writes=True)
         wl = f"Message mode, one event per request, acks, 1000 in flight per connection ({nm:,} events, 4 connections)"
         sec.rows += [
             fill(Row("forward", wl, "Go client", "throughput", "events/s", "higher", sides["peer"],

@@ -111,7 +111,7 @@ def produce_java(ctx, sec, sides, addr, pid):
             return {"rate": float(rate), "mbs": float(mbs), "p99_ms": float(p99), "cpu_us": cpu * 1e6 / n}
 
         log(f"{label}: ProducerPerformance, {n:,} records, {ctx.rounds} rounds")
-        res = alternate(ctx.rounds, label, sides, one)
+        res = alternate(ctx.rounds, label, sides, one, writes=True)
         wl = f"{label} ({n:,} records)"
         sec.rows += [
             fill(Row("Kafka", wl, "ProducerPerformance", "throughput", "records/s", "higher", sides["peer"],
@@ -141,7 +141,7 @@ def produce_rdkafka(ctx, sec, sides, addr, pid):
             return {"rate": float(m[-1][4]), "cpu_us": cpu * 1e6 / n}
 
         log(f"{label}: rdkafka_performance, {n:,} records, {ctx.rounds} rounds")
-        res = alternate(ctx.rounds, label + " (rdkafka)", sides, one)
+        res = alternate(ctx.rounds, label + " (rdkafka)", sides, one, writes=True)
         wl = f"{label} ({n:,} records)"
         sec.rows += [
             fill(Row("Kafka", wl, "rdkafka_performance", "throughput", "records/s", "higher", sides["peer"],

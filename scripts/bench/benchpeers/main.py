@@ -249,6 +249,11 @@ NOTES = [
     "Each client process runs on the same 2 cores as the broker it measures: on this machine the Java and "
     "librdkafka clients are often the bottleneck, which is why broker CPU per record is reported beside "
     "throughput.",
+    "This virtual machine backs its memory lazily: dd writes into the page cache at 3.7 GB/s where the "
+    "pages were used before and at 0.3-0.4 GB/s where they never were, so a run that writes gigabytes "
+    "(forward, the disk section) is as fast as the memory earlier runs freed. Every run that mostly writes "
+    "(Kafka produce, forward, disk) therefore starts with the page cache written back and dropped "
+    "(`sync; echo 1 > /proc/sys/vm/drop_caches`, as root), whichever system it measures.",
     "Raw per-run outputs (every command's full output, strace tables) are kept under target/bench/logs/ "
     "of the machine that ran them; docs/bench/results.json holds every round's figures.",
 ]

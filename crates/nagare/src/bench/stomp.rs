@@ -137,8 +137,31 @@ impl Reader {
     /// The next frame, ERROR frames included. Cancel-safe: a frame is only taken from the
     /// buffer once complete, and a cancelled read has read nothing.
     pub(super) async fn next_any(&mut self) -> anyhow::Result<Frame> {
+        self.read_one(Decoder::decode).await
+    }
+
+    /// Every frame already buffered, reading once if there is none (ERROR included).
+    pub(super) async fn next_batch(&mut self, out: &mut Vec<Frame>) -> anyhow::Result<()> {
+        self.read_batch(Decoder::decode, out).await
+    }
+
+    /// Every frame already buffered, reading once if there is none, with their header
+    /// lines left unparsed (ERROR included): for a subscriber that only reads bodies, so
+    /// that the load generator is not what limits a fan-out run.
+    pub(super) async fn next_raw_batch(&mut self, out: &mut Vec<RawFrame>) -> anyhow::Result<()> {
+        self.read_batch(Decoder::decode_raw, out).await
+    }
+
+    /// The next frame `decode` takes off the buffer, reading until there is one.
+    async fn read_one<F, E>(
+        &mut self,
+        decode: impl Fn(&mut Decoder, &mut BytesMut) -> Result<Option<F>, E>,
+    ) -> anyhow::Result<F>
+    where
+        anyhow::Error: From<E>,
+    {
         loop {
-            if let Some(f) = self.decoder.decode(&mut self.buf)? {
+            if let Some(f) = decode(&mut self.decoder, &mut self.buf)? {
                 return Ok(f);
             }
             self.buf.reserve(64 * 1024);
@@ -148,30 +171,17 @@ impl Reader {
         }
     }
 
-    /// Every frame already buffered, reading once if there is none (ERROR included).
-    pub(super) async fn next_batch(&mut self, out: &mut Vec<Frame>) -> anyhow::Result<()> {
-        out.push(self.next_any().await?);
-        while let Some(f) = self.decoder.decode(&mut self.buf)? {
-            out.push(f);
-        }
-        Ok(())
-    }
-
-    /// Every frame already buffered, reading once if there is none, with their header
-    /// lines left unparsed (ERROR included): for a subscriber that only reads bodies, so
-    /// that the load generator is not what limits a fan-out run.
-    pub(super) async fn next_raw_batch(&mut self, out: &mut Vec<RawFrame>) -> anyhow::Result<()> {
-        loop {
-            if let Some(f) = self.decoder.decode_raw(&mut self.buf)? {
-                out.push(f);
-                break;
-            }
-            self.buf.reserve(64 * 1024);
-            if self.rd.read_buf(&mut self.buf).await? == 0 {
-                bail!("connection closed by the broker");
-            }
-        }
-        while let Some(f) = self.decoder.decode_raw(&mut self.buf)? {
+    /// The next frame and every one already buffered behind it.
+    async fn read_batch<F, E>(
+        &mut self,
+        decode: impl Fn(&mut Decoder, &mut BytesMut) -> Result<Option<F>, E> + Copy,
+        out: &mut Vec<F>,
+    ) -> anyhow::Result<()>
+    where
+        anyhow::Error: From<E>,
+    {
+        out.push(self.read_one(decode).await?);
+        while let Some(f) = decode(&mut self.decoder, &mut self.buf)? {
             out.push(f);
         }
         Ok(())
