@@ -17,7 +17,7 @@ use crate::auth::{Handshake, Users};
 use crate::authz::TopicAccess;
 use crate::budget::{Budget, Share};
 use crate::config::Config;
-use crate::decode::{Decoder, Frame, Request};
+use crate::decode::{Decoder, Frame, Mode, Request};
 use crate::error::DecodeError;
 use crate::ingest::{ack_bytes, Ingest, IngestError};
 use crate::merge::Merge;
@@ -119,6 +119,7 @@ pub(crate) async fn handle(
     let cap = shared.budget.cap();
     let mut out: Vec<u8> = Vec::with_capacity(1024);
     let mut acks = 0u64;
+    let meters = Meters::new();
     let idle = (cfg.idle_timeout_ms > 0).then(|| Duration::from_millis(cfg.idle_timeout_ms));
 
     // A certificate that named the peer stands for the handshake's user.
@@ -202,6 +203,7 @@ pub(crate) async fn handle(
             if !joins {
                 if let Some(m) = merge.take() {
                     let acked = Acked {
+                        meters: &meters,
                         syncs: &mut syncs,
                         out: &mut out,
                         acks: &mut acks,
@@ -255,6 +257,7 @@ pub(crate) async fn handle(
                         merge.push(req);
                     } else {
                         let acked = Acked {
+                            meters: &meters,
                             syncs: &mut syncs,
                             out: &mut out,
                             acks: &mut acks,
@@ -275,6 +278,7 @@ pub(crate) async fn handle(
         // The last merged requests (a failure above already appended those before it).
         if let Some(m) = merge.take() {
             let acked = Acked {
+                meters: &meters,
                 syncs: &mut syncs,
                 out: &mut out,
                 acks: &mut acks,
@@ -298,7 +302,7 @@ pub(crate) async fn handle(
         }
         if acks > 0 {
             // Counted once written: an ack is only sent after its fsync.
-            metrics::counter!("nagare_forward_acks_total").increment(acks);
+            meters.acks.increment(acks);
             acks = 0;
         }
         // What was appended and acknowledged no longer counts against the cap.
@@ -311,8 +315,35 @@ pub(crate) async fn handle(
     }
 }
 
+/// The connection's counters, looked up in the metrics registry once: `counter!` hashes
+/// its name and labels on every call, which cost as much as a Message-mode event's append.
+struct Meters {
+    /// Per [`Mode`], in `Mode::ALL` order.
+    requests: [metrics::Counter; 4],
+    events: metrics::Counter,
+    chunks: metrics::Counter,
+    acks: metrics::Counter,
+}
+
+impl Meters {
+    fn new() -> Meters {
+        Meters {
+            requests: Mode::ALL
+                .map(|m| metrics::counter!("nagare_forward_requests_total", "mode" => m.name())),
+            events: metrics::counter!("nagare_forward_events_total"),
+            chunks: metrics::counter!("nagare_forward_chunks_total"),
+            acks: metrics::counter!("nagare_forward_acks_total"),
+        }
+    }
+
+    fn requests(&self, mode: Mode) -> &metrics::Counter {
+        &self.requests[Mode::ALL.iter().position(|&m| m == mode).unwrap_or(0)]
+    }
+}
+
 /// Where an append leaves what its acks wait for: the fsyncs, the ack bytes, their count.
 struct Acked<'a> {
+    meters: &'a Meters,
     syncs: &'a mut Vec<(Arc<Partition>, i64)>,
     out: &'a mut Vec<u8>,
     acks: &'a mut u64,
@@ -328,17 +359,17 @@ async fn append(
     acked: Acked<'_>,
 ) -> Result<(), IngestError> {
     let pending = ingest.append(req, !chunks.is_empty()).await?;
-    metrics::counter!("nagare_forward_requests_total", "mode" => req.mode.name())
-        .increment(requests);
-    metrics::counter!("nagare_forward_events_total").increment(req.entries.len() as u64);
+    let meters = acked.meters;
+    meters.requests(req.mode).increment(requests);
+    meters.events.increment(req.entries.len() as u64);
     for (p, offset) in pending.syncs() {
         match acked.syncs.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &p)) {
             Some((_, o)) => *o = (*o).max(offset),
             None => acked.syncs.push((p, offset)),
         }
     }
+    meters.chunks.increment(chunks.len() as u64);
     for chunk in chunks {
-        metrics::counter!("nagare_forward_chunks_total").increment(1);
         ack_bytes(acked.out, chunk);
         *acked.acks += 1;
     }

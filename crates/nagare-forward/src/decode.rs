@@ -79,6 +79,13 @@ pub enum Mode {
 }
 
 impl Mode {
+    pub const ALL: [Mode; 4] = [
+        Mode::Message,
+        Mode::Forward,
+        Mode::PackedForward,
+        Mode::CompressedPackedForward,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Mode::Message => "message",

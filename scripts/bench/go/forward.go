@@ -92,12 +92,13 @@ func forwardConn(cn net.Conn, conn, count, window, size int, tag string, acked, 
 	go func() {
 		r := bufio.NewReaderSize(cn, 64<<10)
 		ack := make([]byte, 6+chunkIDLen)
+		var wantID [chunkIDLen]byte
 		for i := 0; i < count; i++ {
 			if _, err := io.ReadFull(r, ack); err != nil {
 				readErr <- fmt.Errorf("waiting for ack %d: %w", i, err)
 				return
 			}
-			want := chunkID(conn, i)
+			want := chunkID(&wantID, conn, i)
 			if !bytes.Equal(ack[:5], []byte{0x81, 0xa3, 'a', 'c', 'k'}) || !bytes.Equal(ack[6:], want) {
 				readErr <- fmt.Errorf("unexpected ack %q for %q", ack, want)
 				return
@@ -108,6 +109,7 @@ func forwardConn(cn net.Conn, conn, count, window, size int, tag string, acked, 
 		readErr <- nil
 	}()
 	var buf []byte
+	var id [chunkIDLen]byte
 	for i := 0; i < count; i++ {
 		select {
 		case sendTimes <- time.Now():
@@ -117,7 +119,7 @@ func forwardConn(cn net.Conn, conn, count, window, size int, tag string, acked, 
 			}
 			return lat, err
 		}
-		buf = appendMessage(buf[:0], tag, i, filler, chunkID(conn, i))
+		buf = appendMessage(buf[:0], tag, i, filler, chunkID(&id, conn, i))
 		if _, err := w.Write(buf); err != nil {
 			return lat, err
 		}
@@ -132,8 +134,16 @@ func forwardConn(cn net.Conn, conn, count, window, size int, tag string, acked, 
 	return lat, err
 }
 
-func chunkID(conn, seq int) []byte {
-	return []byte(fmt.Sprintf("%04x%012x", conn&0xffff, seq))
+// chunkID is "%04x%012x" of (conn, seq), written into id without formatting or allocating:
+// this runs twice per event and must not be what limits the run.
+func chunkID(id *[chunkIDLen]byte, conn, seq int) []byte {
+	const hex = "0123456789abcdef"
+	v := uint64(conn&0xffff)<<48 | uint64(seq)&(1<<48-1)
+	for i := chunkIDLen - 1; i >= 0; i-- {
+		id[i] = hex[v&15]
+		v >>= 4
+	}
+	return id[:]
 }
 
 // appendMessage encodes [tag, EventTime(now), {"seq": i, "host": ..., "msg": filler}, {"chunk": id}].
@@ -151,14 +161,14 @@ func appendMessage(b []byte, tag string, seq int, filler, id []byte) []byte {
 	b = appendStr(b, "host")
 	b = appendStr(b, "bench-host-01")
 	b = appendStr(b, "msg")
-	b = appendStr(b, string(filler))
+	b = appendStr(b, filler)
 	b = append(b, 0x81)
 	b = appendStr(b, "chunk")
-	b = appendStr(b, string(id))
+	b = appendStr(b, id)
 	return b
 }
 
-func appendStr(b []byte, s string) []byte {
+func appendStr[S string | []byte](b []byte, s S) []byte {
 	switch n := len(s); {
 	case n < 32:
 		b = append(b, 0xa0|byte(n))
