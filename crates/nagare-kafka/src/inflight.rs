@@ -61,6 +61,7 @@ struct Slot<F: Future> {
     future: Option<F>,
     output: Option<F::Output>,
     flag: Arc<Flag>,
+    /// `flag` as a waker, made once: making it per poll would clone the `Arc` each time.
     waker: Waker,
 }
 
@@ -188,6 +189,13 @@ mod tests {
         })
     }
 
+    /// The polling task's waker and its wake counter.
+    fn task_waker() -> (Arc<CountingWaker>, Waker) {
+        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let waker = Waker::from(counter.clone());
+        (counter, waker)
+    }
+
     fn poll_once<F: Future + Unpin>(
         set: &mut Inflight<F>,
         waker: &Waker,
@@ -197,8 +205,7 @@ mod tests {
 
     #[test]
     fn requests_waiting_a_turn_finish_in_one_poll_without_waking_the_task() {
-        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
+        let (counter, waker) = task_waker();
         let mut set = Inflight::default();
         for v in 0..3 {
             set.push_back(yielding(1, v));
@@ -215,8 +222,7 @@ mod tests {
         // Each request records when it starts and resumes: every start comes first, as
         // every Produce request of one read must queue before any appends.
         let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
+        let (counter, waker) = task_waker();
         let mut set = Inflight::default();
         for i in 0..3 {
             let log = log.clone();
@@ -239,8 +245,7 @@ mod tests {
 
     #[test]
     fn answers_come_out_in_request_order() {
-        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
+        let (_, waker) = task_waker();
         let mut set = Inflight::default();
         // The first request is done last: nothing comes out before it.
         set.push_back(Box::pin(yielding(2, 10)) as Pin<Box<dyn Future<Output = u32>>>);
@@ -251,8 +256,7 @@ mod tests {
 
     #[test]
     fn a_request_that_keeps_waking_itself_waits_for_the_next_turn() {
-        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
+        let (counter, waker) = task_waker();
         let mut set = Inflight::default();
         set.push_back(yielding(ROUNDS + 1, 7));
         assert_eq!(poll_once(&mut set, &waker), Poll::Pending);
@@ -262,8 +266,7 @@ mod tests {
 
     #[test]
     fn a_wake_from_elsewhere_wakes_the_task() {
-        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
+        let (counter, waker) = task_waker();
         let mut set = Inflight::default();
         let (tx, rx) = tokio::sync::oneshot::channel::<u32>();
         set.push_back(Box::pin(async move { rx.await.unwrap_or(0) }));

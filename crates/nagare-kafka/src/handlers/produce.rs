@@ -105,7 +105,8 @@ async fn handle(
     // in this turn: a pipelined request behind this one must not append anywhere before
     // this one has queued there (topics one after another would let it, from the second
     // topic on, and an idempotent producer would see its batches out of sequence).
-    let mut names = Vec::with_capacity(request.topic_data.len());
+    let mut topics: Vec<(String, Vec<(i32, Outcome)>)> =
+        Vec::with_capacity(request.topic_data.len());
     let mut work = Vec::new();
     for (t, topic) in request.topic_data.into_iter().enumerate() {
         let name: String = topic.name.to_string();
@@ -146,10 +147,8 @@ async fn handle(
                 (t, p.index, outcome)
             });
         }
-        names.push(name);
+        topics.push((name, Vec::new()));
     }
-    let mut topics: Vec<(String, Vec<(i32, Outcome)>)> =
-        names.into_iter().map(|name| (name, Vec::new())).collect();
     for (t, index, outcome) in join_all(work).await {
         if let Some((_, parts)) = topics.get_mut(t) {
             parts.push((index, outcome));
