@@ -1,9 +1,9 @@
 //! The receiver-wide memory cap (`[forward] max_buffered_bytes`): bytes read from
-//! senders but not yet appended and acknowledged, across every connection.
+//! senders but not yet appended, across every connection.
 //!
 //! A connection reserves bytes before each read; when the cap is reached, reads wait
 //! (TCP backpressure reaches the senders) until other connections release theirs after
-//! their acks. Waiting is fair (first come, first served).
+//! their appends. Waiting is fair (first come, first served).
 //!
 //! Deadlock guard: connections in the middle of a request hold bytes they cannot give
 //! back until the request is complete. If all of them waited for each other the

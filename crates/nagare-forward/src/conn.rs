@@ -1,9 +1,13 @@
 //! One forward connection: read into a buffer, decode every complete request in it,
 //! append them in order (consecutive small requests of one tag as one batch, see
 //! `merge`), make them as durable as their acks require with one fsync per partition
-//! (group commit), then write all acks with one write.
+//! (group commit), then write all acks with one write. While one round waits for its
+//! fsync, the next is read and appended (two rounds at most), so a sender keeping
+//! several chunks in flight is not held to one fsync per round trip.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -117,8 +121,6 @@ pub(crate) async fn handle(
     let mut buf = BytesMut::with_capacity(READ_SIZE);
     let mut share = Share::new(shared.budget.clone());
     let cap = shared.budget.cap();
-    let mut out: Vec<u8> = Vec::with_capacity(1024);
-    let mut acks = 0u64;
     let meters = Meters::new();
     let idle = (cfg.idle_timeout_ms > 0).then(|| Duration::from_millis(cfg.idle_timeout_ms));
 
@@ -145,6 +147,11 @@ pub(crate) async fn handle(
     }
 
     let mut more_buffered = false;
+    // The previous round, appended, waiting for its fsyncs before its acks go out. While
+    // it waits, the next round is read and appended: the sender's next chunks join the
+    // next group commit instead of waiting behind this one (at most one round waits).
+    let mut waiting: Option<Round> = None;
+    let mut spare_out: Vec<u8> = Vec::with_capacity(1024);
     loop {
         if !more_buffered {
             // Room for what the decoder knows the next frame needs (bounded by
@@ -160,19 +167,34 @@ pub(crate) async fn handle(
                 .saturating_sub(buf.len())
                 .max(READ_SIZE)
                 .min(cap - buf.len());
-            // Backpressure: wait here, not reading, while every connection's unacked
+            // Backpressure: wait here, not reading, while every connection's unappended
             // bytes together are at the cap.
             let more = (buf.len() + want).saturating_sub(share.held());
             share.reserve(more, !buf.is_empty()).await;
             buf.reserve(want);
-            let mut limited = (&mut buf).limit(want);
-            let n = match idle {
-                Some(d) => tokio::time::timeout(d, stream.read_buf(&mut limited))
-                    .await
-                    .map_err(|_| ConnError::Idle(d))??,
-                None => stream.read_buf(&mut limited).await?,
+            // The waiting round's acks go out as soon as its fsync is done, whether or
+            // not the sender has more to say (it may be waiting for exactly those acks).
+            // The read is then dropped (`read_buf` is cancel-safe) and started again.
+            let n = loop {
+                let read = read_some(&mut stream, (&mut buf).limit(want), idle);
+                let Some(round) = waiting.as_mut() else {
+                    break read.await?;
+                };
+                tokio::select! {
+                    biased;
+                    done = &mut round.durable => {
+                        done?;
+                        if let Some(round) = waiting.take() {
+                            spare_out = round.acknowledge(&mut stream, &meters).await?;
+                        }
+                    }
+                    n = read => break n?,
+                }
             };
             if n == 0 {
+                if let Some(round) = waiting.take() {
+                    round.finish(&mut stream, &meters).await?;
+                }
                 if buf.is_empty() {
                     return Ok(ingest.events);
                 }
@@ -181,11 +203,13 @@ pub(crate) async fn handle(
         }
 
         let mut syncs: Vec<(Arc<Partition>, i64)> = Vec::new();
+        let mut out = std::mem::take(&mut spare_out);
+        let mut acks = 0u64;
         let mut requests = 0;
         let mut events = 0;
         let mut merge = Merge::default();
-        // A failure ends the connection, but only after the requests before it in this
-        // round are made durable and acknowledged (the sender then resends less).
+        // A failure ends the connection, but only after the requests before it are made
+        // durable and acknowledged (the sender then resends less).
         let mut failure: Option<ConnError> = None;
         loop {
             let frame = match decoder.decode(&mut buf) {
@@ -229,6 +253,7 @@ pub(crate) async fn handle(
                         let throttle = &shared.security.throttle;
                         tokio::time::sleep(throttle.failed("forward", peer.addr.ip(), &user)).await;
                     }
+                    // Before the handshake no request was taken: no acks are waiting.
                     stream.write_all(&pong.bytes).await?;
                     if !pong.ok {
                         let _ = stream.shutdown().await;
@@ -287,31 +312,96 @@ pub(crate) async fn handle(
                 failure = failure.or(Some(e.into()));
             }
         }
-        // Durability first, acks after: an ack never precedes its fsync.
-        for (p, offset) in syncs.drain(..) {
-            p.sync_to(offset)
-                .await
-                .map_err(|source| IngestError::Core {
-                    topic: p.topic().to_string(),
-                    source,
-                })?;
-        }
-        if !out.is_empty() {
-            stream.write_all(&out).await?;
-            out.clear();
-        }
-        if acks > 0 {
-            // Counted once written: an ack is only sent after its fsync.
-            meters.acks.increment(acks);
-            acks = 0;
-        }
-        // What was appended and acknowledged no longer counts against the cap.
+        // The round's requests are in the log and their bytes freed: they no longer
+        // count against the cap, though their acks may still wait for an fsync.
         share.release_to(buf.len());
+        // Acks go out in order: the waiting round's first.
+        if let Some(round) = waiting.take() {
+            spare_out = round.finish(&mut stream, &meters).await?;
+        }
+        let round = Round::new(syncs, out, acks);
         if let Some(e) = failure {
+            round.finish(&mut stream, &meters).await?;
             return Err(e);
+        }
+        if round.needs_fsync {
+            waiting = Some(round);
+        } else {
+            spare_out = round.finish(&mut stream, &meters).await?;
         }
         // Requests may be left in the buffer after a full round: decode before reading.
         more_buffered = requests >= MAX_REQUESTS_PER_ROUND || events >= MAX_EVENTS_PER_ROUND;
+    }
+}
+
+/// One read into `buf`, within the idle timeout.
+async fn read_some(
+    stream: &mut Stream,
+    mut buf: bytes::buf::Limit<&mut BytesMut>,
+    idle: Option<Duration>,
+) -> Result<usize, ConnError> {
+    match idle {
+        Some(d) => tokio::time::timeout(d, stream.read_buf(&mut buf))
+            .await
+            .map_err(|_| ConnError::Idle(d))?
+            .map_err(ConnError::from),
+        None => Ok(stream.read_buf(&mut buf).await?),
+    }
+}
+
+/// A round of appended requests whose acks wait for the fsyncs they need: durability
+/// first, acks after, so an ack never precedes its fsync.
+struct Round {
+    durable: Pin<Box<dyn Future<Output = Result<(), ConnError>> + Send>>,
+    needs_fsync: bool,
+    /// The acks' bytes and their count.
+    out: Vec<u8>,
+    acks: u64,
+}
+
+impl Round {
+    fn new(syncs: Vec<(Arc<Partition>, i64)>, out: Vec<u8>, acks: u64) -> Round {
+        let needs_fsync = !syncs.is_empty();
+        let durable = Box::pin(async move {
+            for (p, offset) in syncs {
+                p.sync_to(offset)
+                    .await
+                    .map_err(|source| IngestError::Core {
+                        topic: p.topic().to_string(),
+                        source,
+                    })?;
+            }
+            Ok(())
+        });
+        Round {
+            durable,
+            needs_fsync,
+            out,
+            acks,
+        }
+    }
+
+    /// Waits for the fsyncs, then writes the acks; gives the emptied buffer back.
+    async fn finish(mut self, stream: &mut Stream, meters: &Meters) -> Result<Vec<u8>, ConnError> {
+        (&mut self.durable).await?;
+        self.acknowledge(stream, meters).await
+    }
+
+    /// Writes the acks (the fsyncs are done).
+    async fn acknowledge(
+        mut self,
+        stream: &mut Stream,
+        meters: &Meters,
+    ) -> Result<Vec<u8>, ConnError> {
+        if !self.out.is_empty() {
+            stream.write_all(&self.out).await?;
+            self.out.clear();
+        }
+        if self.acks > 0 {
+            // Counted once written: an ack is only sent after its fsync.
+            meters.acks.increment(self.acks);
+        }
+        Ok(self.out)
     }
 }
 

@@ -29,6 +29,11 @@ const SYNCS_AHEAD: u64 = 64;
 /// `MAX_AHEAD`. A new stretch is written once less than a quarter of it is left.
 const MIN_AHEAD: u64 = 64 * 1024;
 pub(crate) const MAX_AHEAD: u64 = 1 << 20;
+/// Above this many bytes per fsync, no zeros: each zero reaches the disk once before the
+/// data that overwrites it does, and with large fsyncs that second write of every byte
+/// costs more than the metadata it saves (a stretch of `MAX_AHEAD` would then cover
+/// fewer than 8 fsyncs). Forward chunks and large acks=all batches land here.
+const MAX_PER_SYNC: u64 = MAX_AHEAD / 8;
 /// Zeros are written in pieces of this size, from one buffer taken per stretch (a
 /// `static` of zeros would sit in the binary's read-only data, 64 KiB of the file).
 const ZERO_CHUNK: usize = 64 * 1024;
@@ -37,13 +42,21 @@ impl Segment {
     /// Counts an fsync; true when the segment now wants zeros ahead of its end.
     pub(crate) fn wants_prefill(&self) -> bool {
         let syncs = self.syncs.fetch_add(1, Ordering::Relaxed).saturating_add(1);
+        if syncs < AFTER_SYNCS {
+            return false;
+        }
         let size = self.size();
-        syncs >= AFTER_SYNCS && self.allocated() < size + self.ahead(size) / 4
+        if self.bytes_per_sync(size) > MAX_PER_SYNC {
+            // Note where the large fsyncs began, so that the average above follows
+            // the partition if its fsyncs become small again.
+            *self.prefilled_at.lock() = (size, syncs);
+            return false;
+        }
+        self.allocated() < size + self.ahead(size) / 4
     }
 
-    /// How far past the end a stretch of zeros written now reaches: `SYNCS_AHEAD` times
-    /// the bytes per fsync since the last stretch, in whole pages.
-    fn ahead(&self, size: u64) -> u64 {
+    /// Bytes appended per fsync since the last stretch (or since fsyncs became large).
+    fn bytes_per_sync(&self, size: u64) -> u64 {
         let (from, syncs_then) = *self.prefilled_at.lock();
         let bytes = size.saturating_sub(from);
         let syncs = u64::from(
@@ -52,7 +65,14 @@ impl Segment {
                 .saturating_sub(syncs_then),
         )
         .max(1);
-        let ahead = (bytes / syncs)
+        bytes / syncs
+    }
+
+    /// How far past the end a stretch of zeros written now reaches: `SYNCS_AHEAD` times
+    /// the bytes per fsync since the last stretch, in whole pages.
+    fn ahead(&self, size: u64) -> u64 {
+        let ahead = self
+            .bytes_per_sync(size)
             .saturating_mul(SYNCS_AHEAD)
             .clamp(MIN_AHEAD, MAX_AHEAD);
         ahead.div_ceil(4096) * 4096
