@@ -176,7 +176,9 @@ pub(crate) async fn handle(
             // not the sender has more to say (it may be waiting for exactly those acks).
             // The read is then dropped (`read_buf` is cancel-safe) and started again.
             let n = loop {
-                let read = read_some(&mut stream, (&mut buf).limit(want), idle);
+                // A sender waiting for acks is not idle: no timeout while a round waits.
+                let timeout = if waiting.is_some() { None } else { idle };
+                let read = read_some(&mut stream, (&mut buf).limit(want), timeout);
                 let Some(round) = waiting.as_mut() else {
                     break read.await?;
                 };

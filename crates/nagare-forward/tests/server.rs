@@ -543,3 +543,69 @@ async fn without_a_dead_letter_topic_refused_events_are_acked_and_counted_only()
     assert_eq!(records(&srv.broker, "nodl").len(), 2);
     assert!(srv.broker.topic("forward.dead-letter").is_none());
 }
+
+/// Chunks sent back to back without waiting land in rounds that overlap (one appended
+/// while the one before waits for its fsync): every ack still comes, once each, in order,
+/// and every event is stored in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_chunks_are_acked_in_order_across_rounds() {
+    let srv = start(Config::default()).await;
+    let mut s = TcpStream::connect(srv.addr).await.unwrap();
+    const CHUNKS: i64 = 60;
+    const EVENTS: i64 = 50;
+    let frames: Vec<Vec<u8>> = (0..CHUNKS)
+        .map(|c| {
+            let entries: Vec<u8> = (0..EVENTS)
+                .flat_map(|i| {
+                    pack(&V::Array(vec![
+                        event_time(1_700_000_000, 0),
+                        rec(c * EVENTS + i),
+                    ]))
+                })
+                .collect();
+            pack(&V::Array(vec![
+                V::from("pipe"),
+                V::Binary(entries),
+                V::Map(vec![(V::from("chunk"), V::from(format!("c{c}")))]),
+            ]))
+        })
+        .collect();
+    // In several writes with pauses, so the chunks arrive over many reads and rounds.
+    for group in frames.chunks(7) {
+        s.write_all(&group.concat()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let acks = read_values(&mut s, CHUNKS as usize).await;
+    assert_eq!(acks.len(), CHUNKS as usize);
+    for (c, ack) in acks.iter().enumerate() {
+        assert_eq!(ack["ack"].as_str(), Some(format!("c{c}").as_str()));
+    }
+    let recs = records(&srv.broker, "pipe");
+    assert_eq!(recs.len(), (CHUNKS * EVENTS) as usize);
+    for (i, r) in recs.iter().enumerate() {
+        let v: serde_json::Value = serde_json::from_slice(r.value.as_deref().unwrap()).unwrap();
+        assert_eq!(v["seq"], i);
+    }
+}
+
+/// `idle_timeout_ms` closes a connection that stays silent after its acks, and not one
+/// that is waiting for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connection_is_closed_after_its_acks() {
+    let srv = start(Config {
+        idle_timeout_ms: 300,
+        ..Config::default()
+    })
+    .await;
+    let mut s = TcpStream::connect(srv.addr).await.unwrap();
+    let msg = pack(&V::Array(vec![
+        V::from("idle"),
+        event_time(1_700_000_000, 0),
+        rec(1),
+        V::Map(vec![(V::from("chunk"), V::from("only"))]),
+    ]));
+    s.write_all(&msg).await.unwrap();
+    assert_eq!(read_value(&mut s).await["ack"].as_str(), Some("only"));
+    assert!(closed(&mut s).await, "closed once idle");
+    assert_eq!(records(&srv.broker, "idle").len(), 1);
+}
