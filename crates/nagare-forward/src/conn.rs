@@ -179,12 +179,12 @@ pub(crate) async fn handle(
                 // A sender waiting for acks is not idle: no timeout while a round waits.
                 let timeout = if waiting.is_some() { None } else { idle };
                 let read = read_some(&mut stream, (&mut buf).limit(want), timeout);
-                let Some(round) = waiting.as_mut() else {
+                let Some(durable) = waiting.as_mut().and_then(|r| r.durable.as_mut()) else {
                     break read.await?;
                 };
                 tokio::select! {
                     biased;
-                    done = &mut round.durable => {
+                    done = durable => {
                         done?;
                         if let Some(round) = waiting.take() {
                             spare_out = round.acknowledge(&mut stream, &meters).await?;
@@ -326,7 +326,7 @@ pub(crate) async fn handle(
             round.finish(&mut stream, &meters).await?;
             return Err(e);
         }
-        if round.needs_fsync {
+        if round.durable.is_some() {
             waiting = Some(round);
         } else {
             spare_out = round.finish(&mut stream, &meters).await?;
@@ -351,11 +351,14 @@ async fn read_some(
     }
 }
 
+/// A round's fsyncs, run as one future.
+type Durable = Pin<Box<dyn Future<Output = Result<(), ConnError>> + Send>>;
+
 /// A round of appended requests whose acks wait for the fsyncs they need: durability
 /// first, acks after, so an ack never precedes its fsync.
 struct Round {
-    durable: Pin<Box<dyn Future<Output = Result<(), ConnError>> + Send>>,
-    needs_fsync: bool,
+    /// The fsyncs; `None` when the round needs none (its acks may go out at once).
+    durable: Option<Durable>,
     /// The acks' bytes and their count.
     out: Vec<u8>,
     acks: u64,
@@ -363,29 +366,27 @@ struct Round {
 
 impl Round {
     fn new(syncs: Vec<(Arc<Partition>, i64)>, out: Vec<u8>, acks: u64) -> Round {
-        let needs_fsync = !syncs.is_empty();
-        let durable = Box::pin(async move {
-            for (p, offset) in syncs {
-                p.sync_to(offset)
-                    .await
-                    .map_err(|source| IngestError::Core {
-                        topic: p.topic().to_string(),
-                        source,
-                    })?;
-            }
-            Ok(())
+        let durable = (!syncs.is_empty()).then(|| {
+            Box::pin(async move {
+                for (p, offset) in syncs {
+                    p.sync_to(offset)
+                        .await
+                        .map_err(|source| IngestError::Core {
+                            topic: p.topic().to_string(),
+                            source,
+                        })?;
+                }
+                Ok(())
+            }) as Durable
         });
-        Round {
-            durable,
-            needs_fsync,
-            out,
-            acks,
-        }
+        Round { durable, out, acks }
     }
 
     /// Waits for the fsyncs, then writes the acks; gives the emptied buffer back.
     async fn finish(mut self, stream: &mut Stream, meters: &Meters) -> Result<Vec<u8>, ConnError> {
-        (&mut self.durable).await?;
+        if let Some(durable) = self.durable.as_mut() {
+            durable.await?;
+        }
         self.acknowledge(stream, meters).await
     }
 
