@@ -204,9 +204,10 @@ pub(crate) async fn handle(
             }
         }
 
-        let mut syncs: Vec<(Arc<Partition>, i64)> = Vec::new();
-        let mut out = std::mem::take(&mut spare_out);
-        let mut acks = 0u64;
+        let mut unacked = Unacked {
+            out: std::mem::take(&mut spare_out),
+            ..Unacked::default()
+        };
         let mut requests = 0;
         let mut events = 0;
         let mut merge = Merge::default();
@@ -228,14 +229,8 @@ pub(crate) async fn handle(
                 if handshake.is_none() && Merge::mergeable(r) && merge.accepts(r));
             if !joins {
                 if let Some(m) = merge.take() {
-                    let acked = Acked {
-                        meters: &meters,
-                        syncs: &mut syncs,
-                        out: &mut out,
-                        acks: &mut acks,
-                    };
-                    if let Err(e) =
-                        append(&mut ingest, &m.request, &m.chunks, m.requests, acked).await
+                    let (req, chunks, n) = (&m.request, m.chunks.as_slice(), m.requests);
+                    if let Err(e) = append(&mut ingest, req, chunks, n, &meters, &mut unacked).await
                     {
                         failure = Some(e.into());
                         break;
@@ -283,14 +278,9 @@ pub(crate) async fn handle(
                     if joins {
                         merge.push(req);
                     } else {
-                        let acked = Acked {
-                            meters: &meters,
-                            syncs: &mut syncs,
-                            out: &mut out,
-                            acks: &mut acks,
-                        };
+                        let chunks = req.chunk.as_slice();
                         if let Err(e) =
-                            append(&mut ingest, &req, req.chunk.as_slice(), 1, acked).await
+                            append(&mut ingest, &req, chunks, 1, &meters, &mut unacked).await
                         {
                             failure = Some(e.into());
                             break;
@@ -304,13 +294,8 @@ pub(crate) async fn handle(
         }
         // The last merged requests (a failure above already appended those before it).
         if let Some(m) = merge.take() {
-            let acked = Acked {
-                meters: &meters,
-                syncs: &mut syncs,
-                out: &mut out,
-                acks: &mut acks,
-            };
-            if let Err(e) = append(&mut ingest, &m.request, &m.chunks, m.requests, acked).await {
+            let (req, chunks, n) = (&m.request, m.chunks.as_slice(), m.requests);
+            if let Err(e) = append(&mut ingest, req, chunks, n, &meters, &mut unacked).await {
                 failure = failure.or(Some(e.into()));
             }
         }
@@ -321,7 +306,7 @@ pub(crate) async fn handle(
         if let Some(round) = waiting.take() {
             spare_out = round.finish(&mut stream, &meters).await?;
         }
-        let round = Round::new(syncs, out, acks);
+        let round = Round::new(unacked);
         if let Some(e) = failure {
             round.finish(&mut stream, &meters).await?;
             return Err(e);
@@ -365,7 +350,8 @@ struct Round {
 }
 
 impl Round {
-    fn new(syncs: Vec<(Arc<Partition>, i64)>, out: Vec<u8>, acks: u64) -> Round {
+    fn new(unacked: Unacked) -> Round {
+        let Unacked { syncs, out, acks } = unacked;
         let durable = (!syncs.is_empty()).then(|| {
             Box::pin(async move {
                 for (p, offset) in syncs {
@@ -430,16 +416,18 @@ impl Meters {
     }
 
     fn requests(&self, mode: Mode) -> &metrics::Counter {
-        &self.requests[Mode::ALL.iter().position(|&m| m == mode).unwrap_or(0)]
+        // `Mode::ALL` lists the modes in declaration order (a test in `decode.rs`).
+        &self.requests[mode as usize]
     }
 }
 
-/// Where an append leaves what its acks wait for: the fsyncs, the ack bytes, their count.
-struct Acked<'a> {
-    meters: &'a Meters,
-    syncs: &'a mut Vec<(Arc<Partition>, i64)>,
-    out: &'a mut Vec<u8>,
-    acks: &'a mut u64,
+/// What a round's appends leave for their acks: the fsyncs they wait for, the ack bytes
+/// and their count.
+#[derive(Default)]
+struct Unacked {
+    syncs: Vec<(Arc<Partition>, i64)>,
+    out: Vec<u8>,
+    acks: u64,
 }
 
 /// Appends one request (standing for `requests` merged ones) and queues the acks of
@@ -449,22 +437,22 @@ async fn append(
     req: &Request,
     chunks: &[Bytes],
     requests: u64,
-    acked: Acked<'_>,
+    meters: &Meters,
+    unacked: &mut Unacked,
 ) -> Result<(), IngestError> {
     let pending = ingest.append(req, !chunks.is_empty()).await?;
-    let meters = acked.meters;
     meters.requests(req.mode).increment(requests);
     meters.events.increment(req.entries.len() as u64);
     for (p, offset) in pending.syncs() {
-        match acked.syncs.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &p)) {
+        match unacked.syncs.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &p)) {
             Some((_, o)) => *o = (*o).max(offset),
-            None => acked.syncs.push((p, offset)),
+            None => unacked.syncs.push((p, offset)),
         }
     }
     meters.chunks.increment(chunks.len() as u64);
     for chunk in chunks {
-        ack_bytes(acked.out, chunk);
-        *acked.acks += 1;
+        ack_bytes(&mut unacked.out, chunk);
+        unacked.acks += 1;
     }
     Ok(())
 }

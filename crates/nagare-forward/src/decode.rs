@@ -506,3 +506,16 @@ fn float_time(f: f64) -> Result<EventTime, DecodeError> {
         nanos,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Mode;
+
+    #[test]
+    fn all_modes_are_listed_in_declaration_order() {
+        // Per-mode tables are indexed with `mode as usize`.
+        for (i, mode) in Mode::ALL.into_iter().enumerate() {
+            assert_eq!(mode as usize, i);
+        }
+    }
+}
