@@ -42,6 +42,12 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+// mimalloc instead of glibc malloc: a STOMP or forward message allocates a few small
+// buffers on its way through (headers, record, encoded frame), and in profiles of RPC
+// over STOMP glibc's malloc and free took about a fifth of the broker's CPU.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
