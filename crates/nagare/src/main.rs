@@ -44,7 +44,9 @@ use clap::Parser;
 
 // mimalloc instead of glibc malloc: a STOMP or forward message allocates a few small
 // buffers on its way through (headers, record, encoded frame), and in profiles of RPC
-// over STOMP glibc's malloc and free took about a fifth of the broker's CPU.
+// over STOMP glibc's malloc and free took about a fifth of the broker's CPU. Built with
+// `no_thp`: its advice to back its memory with 2 MiB transparent huge pages made the idle
+// broker's RSS 20.6 MiB instead of 13.4 MiB.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
