@@ -99,7 +99,7 @@ def run_section(ctx) -> Section:
         "themselves here: with them turned off (A/B, 3 rounds, alternating) 14 % fewer records/s and "
         "28–37 % more broker CPU per record.",
         "rdkafka_performance's consumer is the ceiling on both brokers: reading 3,000,000 records of "
-        "100 B from nagare (outside this table) it used 1.3–1.6 s of CPU for 1.1–1.3 s of consuming, "
+        "100 B from nagare (outside this table) it used 1.3–1.7 s of CPU for 1.1–1.4 s of consuming, "
         "its profile led by librdkafka's per-message work (calloc/free, `rd_kafka_op_new_fetch_msg`, "
         "varint reads) and hand-offs between its threads, while the broker used 0.13–0.26 s.",
     ]
