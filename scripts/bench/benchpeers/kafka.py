@@ -98,6 +98,15 @@ def run_section(ctx) -> Section:
         "would not shorten a request's wait. The zeros nagare writes ahead of the log end pay for "
         "themselves here: with them turned off (A/B, 3 rounds, alternating) 14 % fewer records/s and "
         "28–37 % more broker CPU per record.",
+        "What holds 1 KiB acks=all back on 2 cores is the producer's own thread, not a queue in the "
+        "broker (runs outside this table): `top -H` showed ProducerPerformance's main thread at 100 % "
+        "of a core with acks=1 and with acks=all alike, and 66 of 80 samples of the broker's socket "
+        "(`ss`, every 50 ms) had nothing unread and nothing unsent. A commit delay, tried as an "
+        "experiment (the fsync thread sleeping before each round so that a round covers more "
+        "requests, alternating, 2 rounds each): 300 µs halved the fsyncs (9,300 → 5,100) and cut "
+        "broker CPU by 12 % but not the producer's records/s (47.4k → 44.7k/49.4k); 1 ms cost 20 % of "
+        "the throughput. Fewer fsyncs and less broker CPU did not make this producer faster, so the "
+        "delay was not kept.",
         "rdkafka_performance's consumer is the ceiling on both brokers: reading 3,000,000 records of "
         "100 B from nagare (outside this table) it used 1.3–1.7 s of CPU for 1.1–1.4 s of consuming, "
         "its profile led by librdkafka's per-message work (calloc/free, `rd_kafka_op_new_fetch_msg`, "
