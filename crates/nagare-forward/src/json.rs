@@ -175,6 +175,11 @@ fn push_escaped(out: &mut Vec<u8>, s: &[u8]) -> bool {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.reserve(s.len() + 2);
     out.push(b'"');
+    if is_plain(s) {
+        extend_small(out, s);
+        out.push(b'"');
+        return false;
+    }
     let mut start = 0;
     let mut i = 0;
     let mut high = false;
@@ -217,6 +222,35 @@ fn push_escaped(out: &mut Vec<u8>, s: &[u8]) -> bool {
     extend_small(out, &s[start..]);
     out.push(b'"');
     high
+}
+
+/// Whether `s` is ASCII with nothing to escape (most keys and values are), a word at a
+/// time: the last word overlaps the one before it, or is padded with spaces when `s` is
+/// shorter than a word. `false` may be wrong (see `needs_attention`), `true` never is.
+fn is_plain(s: &[u8]) -> bool {
+    let mut words = s.chunks_exact(8);
+    for w in &mut words {
+        if let Ok(w) = <[u8; 8]>::try_from(w) {
+            if needs_attention(u64::from_le_bytes(w)) {
+                return false;
+            }
+        }
+    }
+    let tail = words.remainder();
+    if tail.is_empty() {
+        return true;
+    }
+    let last = match s.last_chunk::<8>() {
+        Some(&w) => w,
+        None => {
+            let mut w = [b' '; 8];
+            for (d, &b) in w.iter_mut().zip(tail) {
+                *d = b;
+            }
+            w
+        }
+    };
+    !needs_attention(u64::from_le_bytes(last))
 }
 
 /// Whether any of the eight bytes in `w` is a control character, `"`, `\` or
@@ -305,9 +339,10 @@ mod tests {
 
     #[test]
     fn escaping_agrees_with_serde_json_for_every_byte_at_every_position() {
-        for b in 0u8..0x80 {
-            for pos in 0..20 {
-                let mut s = vec![b'a'; 20];
+        // Every length up to 20: the short-string and overlapping-word checks too.
+        for (b, len) in (0u8..0x80).flat_map(|b| (1..=20).map(move |len| (b, len))) {
+            for pos in 0..len {
+                let mut s = vec![b'a'; len];
                 s[pos] = b;
                 let mut out = Vec::new();
                 push_str(&mut out, &s);
@@ -315,6 +350,13 @@ mod tests {
                 let got: String = serde_json::from_slice(&out).unwrap();
                 assert_eq!(got, std::str::from_utf8(&s).unwrap(), "{b} at {pos}");
                 assert_eq!(serde_json::from_str::<String>(&want).unwrap(), got);
+            }
+        }
+        for len in 1..=20 {
+            for pos in 0..len {
+                let mut s = vec![b'a'; len];
+                s[pos] = 0xff;
+                assert!(push_escaped(&mut Vec::new(), &s), "0xff at {pos} of {len}");
             }
         }
         let mixed = "añb\u{1}\"\\ü long enough to take the fast path twice ✓";
