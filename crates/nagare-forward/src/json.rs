@@ -241,16 +241,15 @@ fn is_plain(s: &[u8]) -> bool {
         return true;
     }
     let last = match s.last_chunk::<8>() {
-        Some(&w) => w,
-        None => {
-            let mut w = [b' '; 8];
-            for (d, &b) in w.iter_mut().zip(tail) {
-                *d = b;
-            }
-            w
-        }
+        Some(&w) => u64::from_le_bytes(w),
+        // Shifted in within a register: bytes stored one by one to memory and then read
+        // back as one word stall the load (store forwarding fails), which cost more than
+        // all the rest of the check.
+        None => tail.iter().fold(u64::from_le_bytes([b' '; 8]), |w, &b| {
+            (w << 8) | u64::from(b)
+        }),
     };
-    !needs_attention(u64::from_le_bytes(last))
+    !needs_attention(last)
 }
 
 /// Whether any of the eight bytes in `w` is a control character, `"`, `\` or

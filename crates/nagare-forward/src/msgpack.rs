@@ -27,7 +27,9 @@ pub enum Head {
 
 /// Reads the head at `buf[pos..]`: `Ok(None)` when more bytes are needed, otherwise the
 /// head and its length in bytes (payload not included).
-#[inline]
+/// Always inlined: its callers (the scanner, the JSON writer, the decoder) then keep
+/// the head in registers instead of reading it back from memory after a call.
+#[inline(always)]
 pub fn read_head(buf: &[u8], pos: usize) -> Result<Option<(Head, usize)>, DecodeError> {
     let Some(&m) = buf.get(pos) else {
         return Ok(None);
