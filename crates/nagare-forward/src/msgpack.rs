@@ -27,6 +27,7 @@ pub enum Head {
 
 /// Reads the head at `buf[pos..]`: `Ok(None)` when more bytes are needed, otherwise the
 /// head and its length in bytes (payload not included).
+///
 /// Always inlined: its callers (the scanner, the JSON writer, the decoder) then keep
 /// the head in registers instead of reading it back from memory after a call.
 #[inline(always)]

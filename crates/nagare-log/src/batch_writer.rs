@@ -169,9 +169,11 @@ impl Cursor<'_> {
 
 /// Copies up to 32 bytes with two fixed-size moves that overlap in the middle (the
 /// first and the last 16, 8, 4 or 2 bytes): header names and values are a dozen bytes,
-/// and a memmove call, or a store per byte, cost more than the copy itself.
+/// and a memmove call, or a store per byte, cost more than the copy itself. `dst` is
+/// exactly as long as `src`.
 fn copy_short(dst: &mut [u8], src: &[u8]) {
     fn two<const N: usize>(dst: &mut [u8], src: &[u8]) {
+        debug_assert_eq!(dst.len(), src.len());
         let n = src.len();
         if let (Some(d), Some(s)) = (dst.first_chunk_mut::<N>(), src.first_chunk::<N>()) {
             *d = *s;
