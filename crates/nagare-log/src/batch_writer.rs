@@ -146,12 +146,7 @@ impl Cursor<'_> {
     }
 
     fn bytes(&mut self, s: &[u8]) {
-        let dst = &mut self.b[self.i..self.i + s.len()];
-        if s.len() <= 32 {
-            copy_short(dst, s);
-        } else {
-            dst.copy_from_slice(s);
-        }
+        copy_short(&mut self.b[self.i..self.i + s.len()], s);
         self.i += s.len();
     }
 
@@ -167,10 +162,10 @@ impl Cursor<'_> {
     }
 }
 
-/// Copies up to 32 bytes with two fixed-size moves that overlap in the middle (the
-/// first and the last 16, 8, 4 or 2 bytes): header names and values are a dozen bytes,
-/// and a memmove call, or a store per byte, cost more than the copy itself. `dst` is
-/// exactly as long as `src`.
+/// Copies `src` into `dst` (of the same length); up to 32 bytes with two fixed-size moves
+/// that overlap in the middle (the first and the last 16, 8, 4 or 2 bytes): header names
+/// and values are a dozen bytes, and a memmove call, or a store per byte, cost more than
+/// the copy itself.
 fn copy_short(dst: &mut [u8], src: &[u8]) {
     fn two<const N: usize>(dst: &mut [u8], src: &[u8]) {
         debug_assert_eq!(dst.len(), src.len());
