@@ -4,13 +4,16 @@
 //! nagare that is events persisted as the flush policy says) and ack latency.
 //!
 //! Works against any forward receiver (nagare, Fluentd, the OpenTelemetry receiver).
+//! `--compress gzip` sends CompressedPackedForward chunks, as Fluentd and Fluent Bit do
+//! with `compress gzip`.
 
+use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -46,6 +49,18 @@ pub(crate) struct ForwardArgs {
     /// Name of the target in the summary.
     #[arg(long, default_value = "nagare")]
     pub target: String,
+    /// Compress each chunk's entries (CompressedPackedForward, the `compressed` option).
+    #[arg(long, value_enum, default_value_t = Compress::None)]
+    pub compress: Compress,
+}
+
+/// How a chunk's entries travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Compress {
+    /// PackedForward: the entries as they are.
+    None,
+    /// CompressedPackedForward: the entries as one gzip member.
+    Gzip,
 }
 
 pub(super) fn run(args: ForwardArgs) -> anyhow::Result<()> {
@@ -74,10 +89,9 @@ fn build_entries(events: usize, event_size: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(events * (event_size + 16));
     // Fixed part of a record: map head, keys, seq, host: about 40 bytes.
     let filler = event_size.saturating_sub(40).max(1);
-    let msg: String = (0..filler)
-        .map(|i| (b'a' + (i % 26) as u8) as char)
-        .collect();
+    let mut words = Words(0x9e37_79b9_7f4a_7c15);
     for i in 0..events {
+        let msg = words.line(filler);
         out.push(0x92);
         out.extend_from_slice(&[0xd7, 0x00]);
         out.extend_from_slice(&(now.as_secs() as u32).to_be_bytes());
@@ -92,6 +106,58 @@ fn build_entries(events: usize, event_size: usize) -> Vec<u8> {
         put_str(&mut out, &msg);
     }
     out
+}
+
+/// Log-like text: words drawn from a small vocabulary, so a chunk compresses about as
+/// much as real logs do (a few times), not to nothing as one repeated line would.
+struct Words(u64);
+
+impl Words {
+    const VOCABULARY: [&'static str; 16] = [
+        "request",
+        "served",
+        "user",
+        "id",
+        "path",
+        "/api/v1/items",
+        "status",
+        "200",
+        "took",
+        "ms",
+        "cache",
+        "miss",
+        "upstream",
+        "retry",
+        "session",
+        "ok",
+    ];
+
+    /// A line of exactly `len` bytes.
+    fn line(&mut self, len: usize) -> String {
+        let mut line = String::with_capacity(len + 16);
+        while line.len() < len {
+            // xorshift64: any cheap, repeatable sequence will do.
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(Self::VOCABULARY[(self.0 % 16) as usize]);
+            if self.0 & 0x30 == 0 {
+                line.push_str(&(self.0 >> 40).to_string());
+            }
+        }
+        line.truncate(len);
+        line
+    }
+}
+
+/// The entries as Fluentd's `compress gzip` sends them: one gzip member per chunk.
+fn gzip(entries: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(entries)?;
+    Ok(enc.finish()?)
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -128,11 +194,16 @@ fn frame_head(tag: &str, entries_len: usize) -> Vec<u8> {
     head
 }
 
-fn frame_tail(id: &[u8; CHUNK_ID_LEN]) -> Vec<u8> {
-    let mut tail = vec![0x81];
+fn frame_tail(id: &[u8; CHUNK_ID_LEN], compress: Compress) -> Vec<u8> {
+    let gzip = compress == Compress::Gzip;
+    let mut tail = vec![if gzip { 0x82 } else { 0x81 }];
     put_str(&mut tail, "chunk");
     tail.push(0xa0 | CHUNK_ID_LEN as u8);
     tail.extend_from_slice(id);
+    if gzip {
+        put_str(&mut tail, "compressed");
+        put_str(&mut tail, "gzip");
+    }
     tail
 }
 
@@ -145,17 +216,24 @@ fn expected_ack(id: &[u8; CHUNK_ID_LEN]) -> [u8; ACK_LEN] {
 }
 
 struct Shared {
+    /// As sent: gzip-compressed with `--compress gzip`.
     entries: Vec<u8>,
     head: Vec<u8>,
+    compress: Compress,
     acked_events: AtomicU64,
     bytes: AtomicU64,
 }
 
 async fn bench(args: ForwardArgs) -> anyhow::Result<()> {
-    let entries = build_entries(args.chunk_events, args.event_size);
+    let plain = build_entries(args.chunk_events, args.event_size);
+    let entries = match args.compress {
+        Compress::None => plain,
+        Compress::Gzip => gzip(&plain)?,
+    };
     let shared = Arc::new(Shared {
         head: frame_head(&args.tag, entries.len()),
         entries,
+        compress: args.compress,
         acked_events: AtomicU64::new(0),
         bytes: AtomicU64::new(0),
     });
@@ -163,12 +241,16 @@ async fn bench(args: ForwardArgs) -> anyhow::Result<()> {
     let per_conn = total_chunks.div_ceil(args.connections as u64);
     let total_events = per_conn * args.connections as u64 * args.chunk_events as u64;
     println!(
-        "forward bench: {} connections x {} chunks x {} events (~{} B each, {} KiB/chunk), {} in flight per connection, against {}",
+        "forward bench: {} connections x {} chunks x {} events (~{} B each, {} KiB/chunk{}), {} in flight per connection, against {}",
         args.connections,
         per_conn,
         args.chunk_events,
         args.event_size,
         shared.entries.len() / 1024,
+        match args.compress {
+            Compress::None => "",
+            Compress::Gzip => " gzipped",
+        },
         args.in_flight,
         args.addr
     );
@@ -240,12 +322,12 @@ async fn connection(
     let mut outstanding = std::collections::VecDeque::with_capacity(in_flight);
     let mut sent = 0u64;
     let mut ack = [0u8; ACK_LEN];
-    let frame_len = (shared.head.len() + shared.entries.len() + 8 + CHUNK_ID_LEN) as u64;
+    let frame_len = (shared.head.len() + shared.entries.len() + 32 + CHUNK_ID_LEN) as u64;
     while sent < chunks || !outstanding.is_empty() {
         while sent < chunks && outstanding.len() < in_flight {
             let id = chunk_id(conn, sent);
             // One write per chunk: copying ~100 KiB is noise next to the receiver's work.
-            let tail = frame_tail(&id);
+            let tail = frame_tail(&id, shared.compress);
             let mut frame = Vec::with_capacity(frame_len as usize);
             frame.extend_from_slice(&shared.head);
             frame.extend_from_slice(&shared.entries);
@@ -277,4 +359,50 @@ async fn connection(
     }
     let _ = wr.shutdown().await;
     Ok(hist)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_have_the_asked_length_and_vary() {
+        let mut words = Words(1);
+        let a = words.line(60);
+        let b = words.line(60);
+        assert_eq!((a.len(), b.len()), (60, 60));
+        assert_ne!(a, b);
+        assert_eq!(words.line(1).len(), 1);
+    }
+
+    #[test]
+    fn gzip_tail_names_the_compression() -> anyhow::Result<()> {
+        let id = chunk_id(1, 2);
+        let tail = frame_tail(&id, Compress::Gzip);
+        let map = rmpv::decode::read_value(&mut &tail[..])?;
+        let entries = map.as_map().context("a map")?;
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[1].0.as_str(), Some("compressed"));
+        assert_eq!(entries[1].1.as_str(), Some("gzip"));
+        let plain = frame_tail(&id, Compress::None);
+        assert_eq!(
+            rmpv::decode::read_value(&mut &plain[..])?
+                .as_map()
+                .map(Vec::len),
+            Some(1)
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn gzipped_entries_inflate_to_the_plain_ones() -> anyhow::Result<()> {
+        use std::io::Read;
+        let plain = build_entries(100, 100);
+        let packed = gzip(&plain)?;
+        assert!(packed.len() < plain.len() / 2);
+        let mut back = Vec::new();
+        flate2::read::GzDecoder::new(&packed[..]).read_to_end(&mut back)?;
+        assert_eq!(back, plain);
+        Ok(())
+    }
 }
