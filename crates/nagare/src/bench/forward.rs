@@ -80,8 +80,9 @@ pub(super) fn run(args: ForwardArgs) -> anyhow::Result<()> {
     runtime.block_on(bench(args))
 }
 
-/// The concatenated `[EventTime, {"seq": i, "host": ..., "msg": "xxx..."}]` entries of
-/// one chunk, built once and resent (the receiver's work does not depend on it).
+/// The concatenated `[EventTime, {"seq": i, "host": ..., "msg": "..."}]` entries of one
+/// chunk, built once and resent (the receiver's work does not depend on which chunk it
+/// is; with `--compress`, it depends on how well the text compresses, hence [`Words`]).
 fn build_entries(events: usize, event_size: usize) -> Vec<u8> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
