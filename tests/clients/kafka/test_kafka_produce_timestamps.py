@@ -31,8 +31,12 @@ def produce(nagare, topic, timestamps):
     """Sends one record per timestamp (0: the producer's clock) in one batch; returns the
     delivery reports (error, timestamp type, timestamp)."""
     reports = []
-    p = Producer({"bootstrap.servers": nagare.kafka, "linger.ms": 200,
+    p = Producer({"bootstrap.servers": nagare.kafka, "linger.ms": 500,
                   "message.send.max.retries": 0, "message.timeout.ms": 10000})
+    # The partition's leader first: a record produced before it is known waits in the
+    # producer, and its linger can run out meanwhile on a loaded machine, so that it is
+    # sent alone and the batch is split.
+    p.list_topics(topic, timeout=10)
     for ts in timestamps:
         p.produce(topic, b"v", partition=0, timestamp=ts,
                   on_delivery=lambda err, msg: reports.append((err, *msg.timestamp())))
