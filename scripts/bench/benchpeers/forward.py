@@ -41,27 +41,23 @@ def run_section(ctx) -> Section:
 
         log(f"PackedForward with ack: {n:,} events, {ctx.rounds} rounds")
         res = alternate(ctx.rounds, "PackedForward", sides, packed("none", "PackedForward with ack"), writes=True)
+        def packed_rows(wl, res, **goal):
+            return [
+                fill(Row("forward", wl, "nagare bench forward", "throughput", "events/s", "higher", sides["peer"],
+                         **goal), res, "per_sec"),
+                fill(Row("forward", wl, "nagare bench forward", "chunk ack p99", "µs", "lower", sides["peer"]),
+                     res, "p99_us"),
+                fill(Row("forward", wl, "nagare bench forward", "receiver CPU per event", "µs", "lower",
+                         sides["peer"]), res, "cpu_us"),
+            ]
+
         wl = f"PackedForward, 1000 events per chunk, acks ({n:,} events of ~100 B, 4 connections)"
-        sec.rows += [
-            fill(Row("forward", wl, "nagare bench forward", "throughput", "events/s", "higher", sides["peer"],
-                     goal=2.5, goal_abs=2_500_000, goal_text="≥ 2.5× and ≥ 2.5 M/s"), res, "per_sec"),
-            fill(Row("forward", wl, "nagare bench forward", "chunk ack p99", "µs", "lower", sides["peer"]),
-                 res, "p99_us"),
-            fill(Row("forward", wl, "nagare bench forward", "receiver CPU per event", "µs", "lower", sides["peer"]),
-                 res, "cpu_us"),
-        ]
+        sec.rows += packed_rows(wl, res, goal=2.5, goal_abs=2_500_000, goal_text="≥ 2.5× and ≥ 2.5 M/s")
         log(f"CompressedPackedForward (gzip) with ack: {n:,} events, {ctx.rounds} rounds")
         res = alternate(ctx.rounds, "CompressedPackedForward", sides,
                         packed("gzip", "CompressedPackedForward (gzip) with ack"), writes=True)
         wl = f"CompressedPackedForward (gzip), 1000 events per chunk, acks ({n:,} events of ~100 B, 4 connections)"
-        sec.rows += [
-            fill(Row("forward", wl, "nagare bench forward", "throughput", "events/s", "higher", sides["peer"]),
-                 res, "per_sec"),
-            fill(Row("forward", wl, "nagare bench forward", "chunk ack p99", "µs", "lower", sides["peer"]),
-                 res, "p99_us"),
-            fill(Row("forward", wl, "nagare bench forward", "receiver CPU per event", "µs", "lower", sides["peer"]),
-                 res, "cpu_us"),
-        ]
+        sec.rows += packed_rows(wl, res)
         nm = ctx.n(300_000, 30_000)
 
         def message(side, r):

@@ -248,9 +248,10 @@ async fn bench(args: ForwardArgs) -> anyhow::Result<()> {
         args.chunk_events,
         args.event_size,
         shared.entries.len() / 1024,
-        match args.compress {
-            Compress::None => "",
-            Compress::Gzip => " gzipped",
+        if args.compress == Compress::Gzip {
+            " gzipped"
+        } else {
+            ""
         },
         args.in_flight,
         args.addr
@@ -323,13 +324,13 @@ async fn connection(
     let mut outstanding = std::collections::VecDeque::with_capacity(in_flight);
     let mut sent = 0u64;
     let mut ack = [0u8; ACK_LEN];
-    let frame_len = (shared.head.len() + shared.entries.len() + 32 + CHUNK_ID_LEN) as u64;
     while sent < chunks || !outstanding.is_empty() {
         while sent < chunks && outstanding.len() < in_flight {
             let id = chunk_id(conn, sent);
             // One write per chunk: copying ~100 KiB is noise next to the receiver's work.
             let tail = frame_tail(&id, shared.compress);
-            let mut frame = Vec::with_capacity(frame_len as usize);
+            let mut frame =
+                Vec::with_capacity(shared.head.len() + shared.entries.len() + tail.len());
             frame.extend_from_slice(&shared.head);
             frame.extend_from_slice(&shared.entries);
             frame.extend_from_slice(&tail);
