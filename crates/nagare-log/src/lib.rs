@@ -17,6 +17,7 @@ mod clock;
 mod codec;
 mod config;
 pub mod control;
+mod encoders;
 mod error;
 mod index;
 mod open_files;

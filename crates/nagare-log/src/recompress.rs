@@ -11,6 +11,7 @@ use bytes::{BufMut, BytesMut};
 use crate::batch::{parse_header, Compression};
 use crate::batch_layout::{pos, HEADER_LEN, LOG_OVERHEAD};
 use crate::codec::decompress;
+use crate::encoders;
 use crate::BatchError;
 
 /// The codec and level a batch should be stored with.
@@ -123,12 +124,8 @@ pub(crate) fn compress(target: TargetCodec, data: &[u8]) -> Result<Vec<u8>, Batc
             }
             out
         }
-        Compression::Lz4 => {
-            let mut enc = lz4_flex::frame::FrameEncoder::new(Vec::new());
-            enc.write_all(data).map_err(|e| err("lz4", &e))?;
-            enc.finish().map_err(|e| err("lz4", &e))?
-        }
-        Compression::Zstd => zstd::stream::encode_all(data, target.level.clamp(-131072, 22))
+        Compression::Lz4 => encoders::lz4_frame(data).map_err(|e| err("lz4", &e))?,
+        Compression::Zstd => encoders::zstd_frame(data, target.level.clamp(-131072, 22))
             .map_err(|e| err("zstd", &e))?,
     })
 }
