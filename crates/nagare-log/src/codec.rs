@@ -3,6 +3,7 @@
 use std::io::Read;
 
 use crate::batch_layout::Compression;
+use crate::reused_codecs;
 use crate::BatchError;
 
 /// Largest decompressed records body accepted.
@@ -17,11 +18,12 @@ pub(crate) fn decompress(codec: Compression, data: &[u8]) -> Result<Vec<u8>, Bat
         Compression::None => Ok(data.to_vec()),
         Compression::Gzip => read_bounded(flate2::read::MultiGzDecoder::new(data)),
         Compression::Lz4 => read_bounded(lz4_flex::frame::FrameDecoder::new(data)),
-        Compression::Zstd => {
-            let dec = zstd::stream::read::Decoder::with_buffer(data)
-                .map_err(|e| BatchError::Decompression(format!("zstd: {e}")))?;
-            read_bounded(dec)
-        }
+        Compression::Zstd => reused_codecs::with_zstd_decoder(|ctx| {
+            Ok(read_bounded(zstd::stream::read::Decoder::with_context(
+                data, ctx,
+            )))
+        })
+        .map_err(|e| BatchError::Decompression(format!("zstd: {e}")))?,
         Compression::Snappy => snappy(data),
     }
 }

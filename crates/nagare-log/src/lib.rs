@@ -17,12 +17,12 @@ mod clock;
 mod codec;
 mod config;
 pub mod control;
-mod encoders;
 mod error;
 mod index;
 mod open_files;
 mod partition_log;
 pub mod recompress;
+mod reused_codecs;
 mod segment;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;

@@ -11,7 +11,7 @@ use bytes::{BufMut, BytesMut};
 use crate::batch::{parse_header, Compression};
 use crate::batch_layout::{pos, HEADER_LEN, LOG_OVERHEAD};
 use crate::codec::decompress;
-use crate::encoders;
+use crate::reused_codecs;
 use crate::BatchError;
 
 /// The codec and level a batch should be stored with.
@@ -124,8 +124,8 @@ pub(crate) fn compress(target: TargetCodec, data: &[u8]) -> Result<Vec<u8>, Batc
             }
             out
         }
-        Compression::Lz4 => encoders::lz4_frame(data).map_err(|e| err("lz4", &e))?,
-        Compression::Zstd => encoders::zstd_frame(data, target.level.clamp(-131072, 22))
+        Compression::Lz4 => reused_codecs::lz4_frame(data).map_err(|e| err("lz4", &e))?,
+        Compression::Zstd => reused_codecs::zstd_frame(data, target.level.clamp(-131072, 22))
             .map_err(|e| err("zstd", &e))?,
     })
 }
