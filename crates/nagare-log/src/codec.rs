@@ -19,9 +19,7 @@ pub(crate) fn decompress(codec: Compression, data: &[u8]) -> Result<Vec<u8>, Bat
         Compression::Gzip => read_bounded(flate2::read::MultiGzDecoder::new(data)),
         Compression::Lz4 => read_bounded(lz4_flex::frame::FrameDecoder::new(data)),
         Compression::Zstd => reused_codecs::with_zstd_decoder(|ctx| {
-            Ok(read_bounded(zstd::stream::read::Decoder::with_context(
-                data, ctx,
-            )))
+            read_bounded(zstd::stream::read::Decoder::with_context(data, ctx))
         })
         .map_err(|e| BatchError::Decompression(format!("zstd: {e}")))?,
         Compression::Snappy => snappy(data),

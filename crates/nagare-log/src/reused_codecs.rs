@@ -41,14 +41,14 @@ pub(crate) fn lz4_frame(data: &[u8]) -> io::Result<Vec<u8>> {
     }
     LZ4.with(|slot| {
         let mut slot = slot.borrow_mut();
-        let enc = slot.get_or_insert_with(lz4_encoder);
+        let mut enc = slot.take().unwrap_or_else(lz4_encoder);
         let done = enc
             .write_all(data)
             .and_then(|()| enc.try_finish().map_err(io::Error::other));
         let frame = std::mem::take(enc.get_mut());
-        if done.is_err() {
-            // Half a frame's state is never carried into the next batch.
-            *slot = None;
+        // Only an encoder that finished its frame is kept for the next batch.
+        if done.is_ok() {
+            *slot = Some(enc);
         }
         done.map(|()| frame)
     })
@@ -58,15 +58,13 @@ pub(crate) fn lz4_frame(data: &[u8]) -> io::Result<Vec<u8>> {
 pub(crate) fn zstd_frame(data: &[u8], level: i32) -> io::Result<Vec<u8>> {
     ZSTD.with(|slot| {
         let mut slot = slot.borrow_mut();
-        if !matches!(&*slot, Some((l, _)) if *l == level) {
-            *slot = Some((level, zstd::bulk::Compressor::new(level)?));
-        }
-        let Some((_, compressor)) = slot.as_mut() else {
-            return Err(io::Error::other("zstd context missing"));
+        let mut compressor = match slot.take() {
+            Some((kept, compressor)) if kept == level => compressor,
+            _ => zstd::bulk::Compressor::new(level)?,
         };
         let frame = compressor.compress(data);
-        if frame.is_err() {
-            *slot = None;
+        if frame.is_ok() {
+            *slot = Some((level, compressor));
         }
         frame
     })
@@ -76,7 +74,7 @@ pub(crate) fn zstd_frame(data: &[u8], level: i32) -> io::Result<Vec<u8>> {
 /// on it resets its session first, so nothing of an earlier batch, even a failed one,
 /// carries over).
 pub(crate) fn with_zstd_decoder<T>(
-    decode: impl FnOnce(&mut zstd::zstd_safe::DCtx<'static>) -> io::Result<T>,
+    decode: impl FnOnce(&mut zstd::zstd_safe::DCtx<'static>) -> T,
 ) -> io::Result<T> {
     ZSTD_DECODER.with(|slot| {
         let mut slot = slot.borrow_mut();
@@ -84,7 +82,7 @@ pub(crate) fn with_zstd_decoder<T>(
             *slot = zstd::zstd_safe::DCtx::try_create();
         }
         match slot.as_mut() {
-            Some(ctx) => decode(ctx),
+            Some(ctx) => Ok(decode(ctx)),
             None => Err(io::Error::other("zstd context allocation failed")),
         }
     })

@@ -41,6 +41,7 @@ def run_section(ctx) -> Section:
 
         log(f"PackedForward with ack: {n:,} events, {ctx.rounds} rounds")
         res = alternate(ctx.rounds, "PackedForward", sides, packed("none", "PackedForward with ack"), writes=True)
+
         def packed_rows(wl, res, **goal):
             return [
                 fill(Row("forward", wl, "nagare bench forward", "throughput", "events/s", "higher", sides["peer"],
