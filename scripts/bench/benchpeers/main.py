@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import cost, disk, forward, kafka, kafka_txn, mq, report, summary
+from . import cost, disk, forward, kafka, kafka_codec, kafka_txn, mq, report, summary
 from .common import OUT, PEERS_DIR, ROOT, BenchError, log, loadavg, median, run
 from .ctx import Ctx
 from .model import Section, take_failed_runs
@@ -17,6 +17,7 @@ from .servers import PORTS, Nagare
 WORKLOADS = {
     "kafka": kafka.run_section,
     "kafka-txn": kafka_txn.run_section,
+    "kafka-codec": kafka_codec.run_section,
     "rpc": mq.run_rpc,
     "stomp-rabbitmq": lambda ctx: mq.run_stomp(ctx, "rabbitmq"),
     "stomp-activemq": lambda ctx: mq.run_stomp(ctx, "activemq"),
@@ -41,6 +42,8 @@ workloads (sections of BENCHMARKS.md, in the order they run):
                   throughput, latency and broker CPU per record
   kafka-txn       Apache Kafka 4.3.1: transactional produce (ProducerPerformance and a franz-go
                   producer, a commit every 100 ms) and read_committed consume (ConsumerPerformance)
+  kafka-codec     Apache Kafka 4.3.1: 1 KiB log lines compressed by the producer (lz4, zstd) and by
+                  the broker (a topic with compression.type=zstd); throughput and broker CPU
   rpc             NATS request/reply vs STOMP temp-queue RPC, c = 1, 4, 16, 64, pipelined and
                   lock-step (Go client: nats.go / raw STOMP)
   stomp-rabbitmq  RabbitMQ 3.10 STOMP: persistent queue with receipts and client acks, topic
@@ -54,7 +57,7 @@ workloads (sections of BENCHMARKS.md, in the order they run):
 Each peer is started by its script in scripts/peers/ (state under target/peers/, see
 scripts/peers/README.md) and stopped when its section ends; nagare gets a fresh data directory
 per section. Each comparison runs peer and nagare alternately, round after round, and reports
-medians and per-round ratios. A full run takes about 40 minutes on 2 cores; run it on a quiet
+medians and per-round ratios. A full run takes about 50 minutes on 2 cores; run it on a quiet
 machine. It needs root (apt installs the Debian peers, and Java 17 and Maven for Kafka's jars
 from Maven Central), Go (the client and the forward receiver) and cargo; the only network it uses
 is the package registries, every server listens on 127.0.0.1.

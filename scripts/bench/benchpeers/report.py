@@ -7,7 +7,7 @@ from .common import median
 from .model import fmt
 from . import svg
 
-ORDER = ["kafka", "kafka-txn", "rpc", "stomp-rabbitmq", "stomp-activemq", "forward", "disk", "cost"]
+ORDER = ["kafka", "kafka-txn", "kafka-codec", "rpc", "stomp-rabbitmq", "stomp-activemq", "forward", "disk", "cost"]
 
 
 def si(v):

@@ -1,0 +1,133 @@
+"""Kafka compression: 1 KiB log lines produced with lz4 or zstd by the producer, and into a
+topic whose `compression.type` makes the broker compress, against Apache Kafka and nagare,
+with the broker's CPU time per record."""
+
+import random
+
+from .common import OUT, BenchError, log, run
+from .kafka import PP_RE, kafka_tool
+from .model import Row, Section, alternate, fill, measured
+from .servers import Peer
+
+# Words of an access log: text compresses about as real log lines do, unlike
+# ProducerPerformance's random letters.
+WORDS = ("GET POST PUT /api/v1/items /api/v1/orders /health user session request upstream served "
+         "status 200 404 503 ok miss hit took ms retry id path cache region eu-west-1 us-east-1").split()
+
+
+def write_payload_file(path, lines=2000, size=1024):
+    """Deterministic log lines of about `size` bytes, one per record (ProducerPerformance
+    picks a random line for each record)."""
+    rnd = random.Random(14)
+    out = []
+    for _ in range(lines):
+        words = []
+        while sum(len(w) + 1 for w in words) < size:
+            w = rnd.choice(WORDS)
+            words.append(w + str(rnd.randrange(100_000)) if rnd.random() < 0.2 else w)
+        out.append(" ".join(words)[:size])
+    path.write_text("\n".join(out) + "\n")
+
+
+def run_section(ctx) -> Section:
+    peer = Peer("kafka", "Apache Kafka")
+    peer.label = f"Apache Kafka {peer.version()}"
+    sec = Section("kafka-codec", "Kafka compression", peer.label)
+    try:
+        peer.start()
+    except BenchError as e:
+        sec.problems.append(f"{peer.label} could not be started: {e}")
+        return sec
+    OUT.mkdir(parents=True, exist_ok=True)
+    payload = OUT / "log-lines-1k.txt"
+    write_payload_file(payload)
+    try:
+        ctx.nagare.start()
+        sides = {"peer": peer.label, "nagare": "nagare"}
+        addr = {"peer": peer.addr, "nagare": ctx.nagare.addr("kafka")}
+        pid = {"peer": peer.pid, "nagare": ctx.nagare.pid}
+        warm_up(ctx, addr, payload)
+        produce(ctx, sec, sides, addr, pid, payload)
+    finally:
+        ctx.nagare.stop()
+        peer.stop()
+    sec.notes += [
+        "The records are lines of an access log, about 1 KiB each, written by the section "
+        "(`target/bench/log-lines-1k.txt`) and sent with ProducerPerformance's `--payload-file`: they "
+        "compress as text does, where `--record-size`'s random letters would not.",
+        "\"producer lz4\" / \"producer zstd\": the producer compresses (`compression.type` on the "
+        "producer), the topic keeps what it gets (`compression.type=producer`, the default). Both brokers "
+        "store the batches as sent; Kafka decompresses each batch to validate its records, nagare checks "
+        "the batch's CRC.",
+        "\"topic zstd\": the producer sends uncompressed batches into a topic created with "
+        "`compression.type=zstd`, so each broker compresses every batch before it stores it.",
+        "Before the measured rounds each broker gets one unmeasured run of each kind, so Kafka's JIT is warm.",
+    ]
+    return sec
+
+
+# (label, producer properties, topic config); the topic is created before the run when the
+# config is set, otherwise the first Produce creates it with the broker's defaults.
+CASES = [
+    ("producer lz4", ["compression.type=lz4"], None),
+    ("producer zstd", ["compression.type=zstd"], None),
+    ("topic zstd", [], "compression.type=zstd"),
+]
+
+
+def producer_performance(addr, topic, n, payload, props):
+    return kafka_tool("ProducerPerformance", "--topic", topic, "--num-records", n, "--payload-file", payload,
+                      "--throughput", -1, "--command-property", f"bootstrap.servers={addr}", "acks=1", *props)
+
+
+def create_topic(addr, topic, config):
+    run(kafka_tool("TopicCommand", "--bootstrap-server", addr, "--create", "--topic", topic,
+                   "--partitions", 1, "--replication-factor", 1, "--config", config), 300,
+        what=f"create-{topic}")
+
+
+def one_run(addr, topic, n, payload, props, config):
+    if config:
+        create_topic(addr, topic, config)
+    return producer_performance(addr, topic, n, payload, props)
+
+
+def warm_up(ctx, addr, payload):
+    n = ctx.n(100_000, 10_000)
+    log(f"warm-up: ProducerPerformance, {n:,} log lines of each kind against each broker (not measured)")
+    for side in addr:
+        for i, (_, props, config) in enumerate(CASES):
+            topic = f"codec-warm-up-{side}-{i}"
+            run(one_run(addr[side], topic, n, payload, props, config), 900, what=f"codec-warm-up-{side}")
+
+
+def produce(ctx, sec, sides, addr, pid, payload):
+    n = ctx.n(300_000, 30_000)
+    for i, (label, props, config) in enumerate(CASES):
+        label = f"produce 1 KiB log lines, {label}"
+
+        def one(side, r, i=i, props=props, config=config, label=label):
+            topic = f"codec-{i}-{side}-{r}"
+            if config:
+                create_topic(addr[side], topic, config)
+            cmd = producer_performance(addr[side], topic, n, payload, props)
+            if r == 0:
+                ctx.record_commands(sec, f"ProducerPerformance {label}", {sides[side]: cmd})
+            out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"codec-{i}-{side}"))
+            m = PP_RE.findall(out)
+            if not m:
+                raise BenchError("no ProducerPerformance summary:\n" + out[-500:])
+            sent, rate, mbs, avg, mx, p50, p95, p99 = m[-1]
+            return {"rate": float(rate), "p99_ms": float(p99), "cpu_us": cpu * 1e6 / n}
+
+        log(f"{label}: ProducerPerformance, {n:,} records, {ctx.rounds} rounds")
+        res = alternate(ctx.rounds, label, sides, one, writes=True)
+        wl = f"{label}, acks=1 ({n:,} records)"
+        sec.rows += [
+            fill(Row("Kafka compression", wl, "ProducerPerformance", "throughput", "records/s", "higher",
+                     sides["peer"]), res, "rate"),
+            fill(Row("Kafka compression", wl, "ProducerPerformance", "latency p99", "ms", "lower", sides["peer"]),
+                 res, "p99_ms"),
+            fill(Row("Kafka compression", wl, "ProducerPerformance", "broker CPU per record", "µs", "lower",
+                     sides["peer"]), res, "cpu_us"),
+        ]
