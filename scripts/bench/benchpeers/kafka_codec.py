@@ -81,15 +81,8 @@ def producer_performance(addr, topic, n, payload, props):
 
 
 def create_topic(addr, topic, config):
-    run(kafka_tool("TopicCommand", "--bootstrap-server", addr, "--create", "--topic", topic,
-                   "--partitions", 1, "--replication-factor", 1, "--config", config), 300,
-        what=f"create-{topic}")
-
-
-def one_run(addr, topic, n, payload, props, config):
-    if config:
-        create_topic(addr, topic, config)
-    return producer_performance(addr, topic, n, payload, props)
+    return kafka_tool("TopicCommand", "--bootstrap-server", addr, "--create", "--topic", topic,
+                      "--partitions", 1, "--replication-factor", 1, "--config", config)
 
 
 def warm_up(ctx, addr, payload):
@@ -98,7 +91,9 @@ def warm_up(ctx, addr, payload):
     for side in addr:
         for i, (_, props, config) in enumerate(CASES):
             topic = f"codec-warm-up-{side}-{i}"
-            run(one_run(addr[side], topic, n, payload, props, config), 900, what=f"codec-warm-up-{side}")
+            if config:
+                run(create_topic(addr[side], topic, config), 300, what=f"create-{topic}")
+            run(producer_performance(addr[side], topic, n, payload, props), 900, what=f"codec-warm-up-{side}")
 
 
 def produce(ctx, sec, sides, addr, pid, payload):
@@ -108,11 +103,14 @@ def produce(ctx, sec, sides, addr, pid, payload):
 
         def one(side, r, i=i, props=props, config=config, label=label):
             topic = f"codec-{i}-{side}-{r}"
-            if config:
-                create_topic(addr[side], topic, config)
+            create = create_topic(addr[side], topic, config) if config else None
             cmd = producer_performance(addr[side], topic, n, payload, props)
             if r == 0:
+                if create:
+                    ctx.record_commands(sec, f"TopicCommand, before each run of {label}", {sides[side]: create})
                 ctx.record_commands(sec, f"ProducerPerformance {label}", {sides[side]: cmd})
+            if create:
+                run(create, 300, what=f"create-{topic}")
             out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"codec-{i}-{side}"))
             m = PP_RE.findall(out)
             if not m:
