@@ -43,7 +43,7 @@ workloads (sections of BENCHMARKS.md, in the order they run):
   kafka-txn       Apache Kafka 4.3.1: transactional produce (ProducerPerformance and a franz-go
                   producer, a commit every 100 ms) and read_committed consume (ConsumerPerformance)
   kafka-codec     Apache Kafka 4.3.1: 1 KiB log lines compressed by the producer (lz4, zstd) and by
-                  the broker (a topic with compression.type=zstd); throughput and broker CPU
+                  the broker (topics with compression.type=lz4, zstd); throughput and broker CPU
   rpc             NATS request/reply vs STOMP temp-queue RPC, c = 1, 4, 16, 64, pipelined and
                   lock-step (Go client: nats.go / raw STOMP)
   stomp-rabbitmq  RabbitMQ 3.10 STOMP: persistent queue with receipts and client acks, topic
