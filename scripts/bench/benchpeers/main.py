@@ -160,13 +160,23 @@ def machine() -> dict:
     }
 
 
-def versions() -> dict:
+def nagare_version(binary: Path) -> str:
+    """The binary's own `--version` ("nagare 0.1.0 (commit abc1234)"): the commit it was
+    built from, which need not be the checkout's HEAD (an existing binary is not rebuilt)."""
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    return out or "nagare (version unknown)"
+
+
+def versions(nagare_bin: Path) -> dict:
     go_mod = (ROOT / "scripts" / "bench" / "go" / "go.mod").read_text()
     natsgo = (re.search(r"github.com/nats-io/nats.go (v\S+)", go_mod) or [None, "?"])[1]
     rdk = sorted((OUT / "librdkafka").glob("librdkafka-*"))
     return {
-        "nagare": f"commit {sh('git -C ' + str(ROOT) + ' rev-parse --short HEAD')}, release profile "
-                  f"({sh('rustc --version')})",
+        "nagare (the newest run's binary; each section names its own where recorded)":
+            f"{nagare_version(nagare_bin)}, release profile ({sh('rustc --version')})",
         "Apache Kafka (broker and Java tools)": f"{sh(f'{PEERS_DIR}/kafka.sh version')} from Maven Central, "
                                                 f"{sh('java -version 2>&1 | head -1')}",
         "librdkafka (rdkafka_performance)": rdk[-1].name.replace("librdkafka-", "") + " (Debian source package)"
@@ -205,9 +215,10 @@ def main(argv) -> int:
             sec.measured_at = started + (" (quick sizes)" if a.quick else "") + f", {a.rounds} rounds"
             sec.load = f"{load0} → {loadavg()}"
             sec.command = command_line(a)
+            sec.nagare = nagare_version(a.nagare_bin)
             results["sections"][w] = sec.to_json()
             results.setdefault("servers", {}).update(ctx.servers)
-            save(results, path)
+            save(results, path, a.nagare_bin)
     write_report(results, base)
     log(f"wrote {(base / 'BENCHMARKS.md').relative_to(ROOT)} and the charts and results beside it "
         f"({path.relative_to(ROOT)})")
@@ -219,10 +230,10 @@ def command_line(a) -> str:
         f" --only {' '.join(a.only)}" if a.only else "")
 
 
-def save(results, path: Path):
+def save(results, path: Path, nagare_bin: Path):
     results["ports"] = dict(PORTS)
     results["machine"] = machine()
-    results["versions"] = versions()
+    results["versions"] = versions(nagare_bin)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
 

@@ -71,6 +71,8 @@ class Section:
     measured_at: str = ""
     load: str = ""
     command: str = ""
+    # The measured binary's `nagare --version` (empty in sections measured before it was kept).
+    nagare: str = ""
 
     def to_json(self):
         d = asdict(self)

@@ -79,7 +79,7 @@ def write(results: dict, md_path: Path, chart_dir: Path):
     for s in sections:
         L += ["", f"## {s.title}", ""]
         L.append(f"Measured {s.measured_at}" + (f" against {s.peer}" if s.peer else "")
-                 + (f", by `{s.command}`" if s.command else "") + ".")
+                 + (f", by `{s.command}`" if s.command else "") + (f", with {s.nagare}" if s.nagare else "") + ".")
         L.append("")
         for p in s.problems:
             L.append(f"> **Problem:** {p}")
