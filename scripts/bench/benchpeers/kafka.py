@@ -45,29 +45,44 @@ def rdkafka_consume_rate(out: str, n: int) -> float:
     return float(m[-1][3])
 
 
-def run_section(ctx) -> Section:
+def against_kafka(ctx, key: str, title: str, body, record_server: bool = False) -> Section:
+    """Starts Apache Kafka and nagare, runs body(sec, sides, addr, pid) and stops both: the
+    frame of every Kafka section. A Kafka that does not start leaves the section with that
+    problem and no rows. `record_server`: this section's start time and idle RSS are the
+    ones BENCHMARKS.md reports for Kafka."""
     peer = Peer("kafka", "Apache Kafka")
     peer.label = f"Apache Kafka {peer.version()}"
-    sec = Section("kafka", "Kafka", peer.label)
+    sec = Section(key, title, peer.label)
     try:
         peer.start()
     except BenchError as e:
         sec.problems.append(f"{peer.label} could not be started: {e}")
         return sec
-    ctx.servers["kafka"] = {"label": peer.label, "start_secs": peer.start_secs, "idle_rss_kib": peer.idle_rss_kib}
+    if record_server:
+        ctx.servers["kafka"] = {"label": peer.label, "start_secs": peer.start_secs,
+                                "idle_rss_kib": peer.idle_rss_kib}
     try:
         ctx.nagare.start()
         sides = {"peer": peer.label, "nagare": "nagare"}
         addr = {"peer": peer.addr, "nagare": ctx.nagare.addr("kafka")}
         pid = {"peer": peer.pid, "nagare": ctx.nagare.pid}
-        warm_up(ctx, sides, addr)
-        produce_java(ctx, sec, sides, addr, pid)
-        produce_rdkafka(ctx, sec, sides, addr, pid)
-        consume(ctx, sec, sides, addr, pid)
-        end_to_end(ctx, sec, sides, addr)
+        body(sec, sides, addr, pid)
     finally:
         ctx.nagare.stop()
         peer.stop()
+    return sec
+
+
+def run_section(ctx) -> Section:
+    return against_kafka(ctx, "kafka", "Kafka", lambda *args: workloads(ctx, *args), record_server=True)
+
+
+def workloads(ctx, sec, sides, addr, pid):
+    warm_up(ctx, sides, addr)
+    produce_java(ctx, sec, sides, addr, pid)
+    produce_rdkafka(ctx, sec, sides, addr, pid)
+    consume(ctx, sec, sides, addr, pid)
+    end_to_end(ctx, sec, sides, addr)
     sec.notes += [
         "Apache Kafka runs with its defaults: it never fsyncs (`log.flush.*` unset) and acknowledges "
         "acks=all once the (single) replica has the batch in the page cache. nagare runs with its default "
@@ -119,7 +134,6 @@ def run_section(ctx) -> Section:
         "its profile led by librdkafka's per-message work (calloc/free, `rd_kafka_op_new_fetch_msg`, "
         "varint reads) and hand-offs between its threads, while the broker used 0.13–0.26 s.",
     ]
-    return sec
 
 
 def warm_up(ctx, sides, addr):

@@ -5,9 +5,8 @@ with the broker's CPU time per record."""
 import random
 
 from .common import OUT, BenchError, log, run
-from .kafka import PP_RE, kafka_tool
+from .kafka import PP_RE, against_kafka, kafka_tool
 from .model import Row, Section, alternate, fill, measured
-from .servers import Peer
 
 # Words of an access log: text compresses about as real log lines do, unlike
 # ProducerPerformance's random letters.
@@ -30,27 +29,15 @@ def write_payload_file(path, lines=2000, size=1024):
 
 
 def run_section(ctx) -> Section:
-    peer = Peer("kafka", "Apache Kafka")
-    peer.label = f"Apache Kafka {peer.version()}"
-    sec = Section("kafka-codec", "Kafka compression", peer.label)
-    try:
-        peer.start()
-    except BenchError as e:
-        sec.problems.append(f"{peer.label} could not be started: {e}")
-        return sec
     OUT.mkdir(parents=True, exist_ok=True)
     payload = OUT / "log-lines-1k.txt"
     write_payload_file(payload)
-    try:
-        ctx.nagare.start()
-        sides = {"peer": peer.label, "nagare": "nagare"}
-        addr = {"peer": peer.addr, "nagare": ctx.nagare.addr("kafka")}
-        pid = {"peer": peer.pid, "nagare": ctx.nagare.pid}
-        warm_up(ctx, addr, payload)
-        produce(ctx, sec, sides, addr, pid, payload)
-    finally:
-        ctx.nagare.stop()
-        peer.stop()
+    return against_kafka(ctx, "kafka-codec", "Kafka compression", lambda *args: workloads(ctx, payload, *args))
+
+
+def workloads(ctx, payload, sec, sides, addr, pid):
+    warm_up(ctx, addr, payload)
+    produce(ctx, sec, sides, addr, pid, payload)
     sec.notes += [
         "The records are lines of an access log, about 1 KiB each, written by the section "
         "(`target/bench/log-lines-1k.txt`) and sent with ProducerPerformance's `--payload-file`: they "
@@ -67,7 +54,6 @@ def run_section(ctx) -> Section:
         "`zstd -b3 -B16384` compresses the same lines at 126–156 MB/s on this machine.",
         "Before the measured rounds each broker gets one unmeasured run of each kind, so Kafka's JIT is warm.",
     ]
-    return sec
 
 
 # (label, producer properties, topic config); the topic is created before the run when the

@@ -3,9 +3,8 @@ producer, then read_committed consume with ConsumerPerformance, against Apache K
 nagare, and the broker's CPU time per record."""
 
 from .common import OUT, BenchError, log, parse_result, run
-from .kafka import PP_RE, consumer_performance_figures, kafka_tool, rdkafka_consume_rate
+from .kafka import PP_RE, against_kafka, consumer_performance_figures, kafka_tool, rdkafka_consume_rate
 from .model import Row, Section, alternate, fill, measured
-from .servers import Peer
 
 # The same producer settings on both brokers and for both clients: acks=all (transactions
 # imply it), 5 ms linger, 64 KiB batches, a commit every 100 ms, one partition.
@@ -14,28 +13,16 @@ PRODUCER_PROPS = ["acks=all", "linger.ms=5", "batch.size=65536"]
 
 
 def run_section(ctx) -> Section:
-    peer = Peer("kafka", "Apache Kafka")
-    peer.label = f"Apache Kafka {peer.version()}"
-    sec = Section("kafka-txn", "Kafka transactions", peer.label)
-    try:
-        peer.start()
-    except BenchError as e:
-        sec.problems.append(f"{peer.label} could not be started: {e}")
-        return sec
-    try:
-        ctx.nagare.start()
-        sides = {"peer": peer.label, "nagare": "nagare"}
-        addr = {"peer": peer.addr, "nagare": ctx.nagare.addr("kafka")}
-        pid = {"peer": peer.pid, "nagare": ctx.nagare.pid}
-        warm_up(ctx, addr)
-        produce_java(ctx, sec, sides, addr, pid)
-        consume_read_committed(ctx, sec, sides, addr, pid)
-        consume_read_committed_rdkafka(ctx, sec, sides, addr, pid)
-        produce_go(ctx, sec, sides, addr, pid)
-        consume_go(ctx, sec, sides, addr, pid)
-    finally:
-        ctx.nagare.stop()
-        peer.stop()
+    return against_kafka(ctx, "kafka-txn", "Kafka transactions", lambda *args: workloads(ctx, *args))
+
+
+def workloads(ctx, sec, sides, addr, pid):
+    warm_up(ctx, addr)
+    produce_java(ctx, sec, sides, addr, pid)
+    consume_read_committed(ctx, sec, sides, addr, pid)
+    consume_read_committed_rdkafka(ctx, sec, sides, addr, pid)
+    produce_go(ctx, sec, sides, addr, pid)
+    consume_go(ctx, sec, sides, addr, pid)
     sec.notes += [
         "Both brokers run with their defaults. Kafka acknowledges acks=all and commits a transaction "
         "without fsync; nagare fsyncs the records before acknowledging them (`flush = \"acks\"`, group "
@@ -53,7 +40,6 @@ def run_section(ctx) -> Section:
         "Before the measured rounds each broker gets one unmeasured transactional ProducerPerformance "
         "run, so Kafka's JIT is warm.",
     ]
-    return sec
 
 
 def rows(wl, client, peer, res, latency=False):
