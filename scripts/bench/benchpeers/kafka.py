@@ -24,6 +24,17 @@ def producer_performance(addr, topic, n, size, acks):
                       "--throughput", -1, "--command-property", f"bootstrap.servers={addr}", f"acks={acks}")
 
 
+def measured_pp(pid: int, cmd, n: int, what: str) -> dict:
+    """Runs a ProducerPerformance command: its records/s, MB/s and p99 (ms), and the broker's
+    CPU per record (µs) over the run."""
+    out, cpu = measured(pid, lambda: run(cmd, 900, what=what))
+    m = PP_RE.findall(out)
+    if not m:
+        raise BenchError("no ProducerPerformance summary:\n" + out[-500:])
+    sent, rate, mbs, avg, mx, p50, p95, p99 = m[-1]
+    return {"rate": float(rate), "mbs": float(mbs), "p99_ms": float(p99), "cpu_us": cpu * 1e6 / n}
+
+
 def consumer_performance_figures(out: str, n: int) -> dict:
     """ConsumerPerformance's summary (header line and figures line) as a dict; fails when it
     consumed fewer than n records."""
@@ -155,12 +166,7 @@ def produce_java(ctx, sec, sides, addr, pid):
             cmd = producer_performance(addr[side], f"pp-{size}-{acks}-{side}-{r}", n, size, acks)
             if r == 0:
                 ctx.record_commands(sec, f"ProducerPerformance {label}", {sides[side]: cmd})
-            out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"pp-{size}-{acks}-{side}"))
-            m = PP_RE.findall(out)
-            if not m:
-                raise BenchError("no ProducerPerformance summary:\n" + out[-500:])
-            sent, rate, mbs, avg, mx, p50, p95, p99 = m[-1]
-            return {"rate": float(rate), "mbs": float(mbs), "p99_ms": float(p99), "cpu_us": cpu * 1e6 / n}
+            return measured_pp(pid[side], cmd, n, f"pp-{size}-{acks}-{side}")
 
         log(f"{label}: ProducerPerformance, {n:,} records, {ctx.rounds} rounds")
         res = alternate(ctx.rounds, label, sides, one, writes=True)

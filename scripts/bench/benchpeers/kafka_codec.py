@@ -4,9 +4,9 @@ with the broker's CPU time per record."""
 
 import random
 
-from .common import OUT, BenchError, log, run
-from .kafka import PP_RE, against_kafka, kafka_tool
-from .model import Row, Section, alternate, fill, measured
+from .common import OUT, log, run
+from .kafka import against_kafka, kafka_tool, measured_pp
+from .model import Row, Section, alternate, fill
 
 # Words of an access log: text compresses about as real log lines do, unlike
 # ProducerPerformance's random letters.
@@ -102,12 +102,7 @@ def produce(ctx, sec, sides, addr, pid, payload):
                 ctx.record_commands(sec, f"ProducerPerformance {label}", {sides[side]: cmd})
             if create:
                 run(create, 300, what=f"create-{topic}")
-            out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"codec-{i}-{side}"))
-            m = PP_RE.findall(out)
-            if not m:
-                raise BenchError("no ProducerPerformance summary:\n" + out[-500:])
-            sent, rate, mbs, avg, mx, p50, p95, p99 = m[-1]
-            return {"rate": float(rate), "p99_ms": float(p99), "cpu_us": cpu * 1e6 / n}
+            return measured_pp(pid[side], cmd, n, f"codec-{i}-{side}")
 
         log(f"{label}: ProducerPerformance, {n:,} records, {ctx.rounds} rounds")
         res = alternate(ctx.rounds, label, sides, one, writes=True)

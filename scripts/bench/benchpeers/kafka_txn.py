@@ -3,7 +3,7 @@ producer, then read_committed consume with ConsumerPerformance, against Apache K
 nagare, and the broker's CPU time per record."""
 
 from .common import OUT, BenchError, log, parse_result, run
-from .kafka import PP_RE, against_kafka, consumer_performance_figures, kafka_tool, rdkafka_consume_rate
+from .kafka import against_kafka, consumer_performance_figures, kafka_tool, measured_pp, rdkafka_consume_rate
 from .model import Row, Section, alternate, fill, measured
 
 # The same producer settings on both brokers and for both clients: acks=all (transactions
@@ -74,12 +74,7 @@ def produce_java(ctx, sec, sides, addr, pid):
         cmd = transactional_pp(addr[side], f"txn-pp-{side}-{r}", n)
         if r == 0:
             ctx.record_commands(sec, f"ProducerPerformance {label}", {sides[side]: cmd})
-        out, cpu = measured(pid[side], lambda: run(cmd, 900, what=f"txn-pp-{side}"))
-        m = PP_RE.findall(out)
-        if not m:
-            raise BenchError("no ProducerPerformance summary:\n" + out[-500:])
-        sent, rate, mbs, avg, mx, p50, p95, p99 = m[-1]
-        return {"rate": float(rate), "p99_ms": float(p99), "cpu_us": cpu * 1e6 / n}
+        return measured_pp(pid[side], cmd, n, f"txn-pp-{side}")
 
     log(f"{label}: ProducerPerformance, {n:,} records, {ctx.rounds} rounds")
     res = alternate(ctx.rounds, label, sides, one)
