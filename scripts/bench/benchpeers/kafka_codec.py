@@ -1,6 +1,6 @@
 """Kafka compression: 1 KiB log lines produced with lz4 or zstd by the producer, and into
-topics whose `compression.type` (lz4, zstd) makes the broker compress, against Apache Kafka and nagare,
-with the broker's CPU time per record."""
+topics whose `compression.type` (lz4, zstd) makes the broker compress, against Apache Kafka
+and nagare, with the broker's CPU time per record."""
 
 import random
 
@@ -47,10 +47,10 @@ def workloads(ctx, payload, sec, sides, addr, pid):
         "store the batches as sent; Kafka decompresses each batch to validate its records, nagare checks "
         "the batch's CRC.",
         "\"topic lz4\" / \"topic zstd\": the producer sends uncompressed batches into a topic created with "
-        "`compression.type=lz4` or `zstd`, so each broker compresses every batch before it stores it, at its "
-        "default level: zstd level 3 on both, and lz4's fast compressor on both (Kafka's default lz4 level, 9, "
-        "picks lz4-java's fast compressor, not its high-compression one). With zstd that compression is most of the broker's CPU on either "
-        "side: in a profile of nagare (outside this table) 75 % of its samples were in libzstd, and "
+        "`compression.type=lz4` or `zstd`, so each broker compresses every batch before it stores it, at "
+        "its default level: zstd level 3 on both, and lz4's fast compressor on both (Kafka's default lz4 "
+        "level, 9, picks lz4-java's fast compressor, not its high-compression one). With zstd that "
+        "compression is most of the broker's CPU on either side: in a profile of nagare (outside this table) 75 % of its samples were in libzstd, and "
         "`zstd -b3 -B16384` compresses the same lines at 126–156 MB/s on this machine.",
         "Before the measured rounds each broker gets one unmeasured run of each kind, so Kafka's JIT is warm.",
     ]
