@@ -50,8 +50,9 @@ def workloads(ctx, payload, sec, sides, addr, pid):
         "`compression.type=lz4` or `zstd`, so each broker compresses every batch before it stores it, at "
         "its default level: zstd level 3 on both, and lz4's fast compressor on both (Kafka's default lz4 "
         "level, 9, picks lz4-java's fast compressor, not its high-compression one). With zstd that "
-        "compression is most of the broker's CPU on either side: in a profile of nagare (outside this table) 75 % of its samples were in libzstd, and "
-        "`zstd -b3 -B16384` compresses the same lines at 126–156 MB/s on this machine.",
+        "compression is most of the broker's CPU on either side: in a profile of nagare (outside this "
+        "table) 75 % of its samples were in libzstd, and `zstd -b3 -B16384` compresses the same lines at "
+        "126–156 MB/s on this machine.",
         "Before the measured rounds each broker gets one unmeasured run of each kind, so Kafka's JIT is warm.",
     ]
 
